@@ -1,0 +1,131 @@
+//! Cancel keys: each client session gets a proxy-issued (id, secret) pair
+//! instead of the backend's, and a slot saying which backend query, if any,
+//! that session is running right now. A cancel presenting the pair reaches
+//! exactly that backend query, never another client's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use subtle::ConstantTimeEq;
+
+/// Where a session's current backend work can be cancelled; empty while the
+/// session holds no backend connection.
+pub struct CancelSlot<T> {
+    target: Mutex<Option<T>>,
+}
+
+impl<T: Clone> CancelSlot<T> {
+    pub fn set(&self, target: Option<T>) {
+        *self.target.lock().unwrap_or_else(PoisonError::into_inner) = target;
+    }
+
+    pub fn get(&self) -> Option<T> {
+        self.target.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+struct Entry<T> {
+    secret: u32,
+    slot: Arc<CancelSlot<T>>,
+}
+
+pub struct CancelRegistry<T> {
+    map: Mutex<HashMap<u32, Entry<T>>>,
+}
+
+impl<T> Default for CancelRegistry<T> {
+    fn default() -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// A session's registration; dropping it removes the key.
+pub struct CancelKey<T> {
+    pub id: u32,
+    pub secret: u32,
+    pub slot: Arc<CancelSlot<T>>,
+    registry: Arc<CancelRegistry<T>>,
+}
+
+impl<T> Drop for CancelKey<T> {
+    fn drop(&mut self) {
+        self.registry
+            .map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+impl<T: Clone> CancelRegistry<T> {
+    /// Issues a fresh, unique key for a new session.
+    pub fn register(self: &Arc<Self>) -> CancelKey<T> {
+        let slot = Arc::new(CancelSlot {
+            target: Mutex::new(None),
+        });
+        let secret = rand::random::<u32>();
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = loop {
+            let id = rand::random::<u32>() & 0x7fff_ffff;
+            if id != 0 && !map.contains_key(&id) {
+                break id;
+            }
+        };
+        map.insert(
+            id,
+            Entry {
+                secret,
+                slot: slot.clone(),
+            },
+        );
+        CancelKey {
+            id,
+            secret,
+            slot,
+            registry: self.clone(),
+        }
+    }
+
+    /// The target for a presented key, if the key is valid and the session
+    /// is running something now.
+    pub fn lookup(&self, id: u32, secret: u32) -> Option<T> {
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = map.get(&id)?;
+        if bool::from(entry.secret.to_be_bytes().ct_eq(&secret.to_be_bytes())) {
+            entry.slot.get()
+        } else {
+            None
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_needs_the_right_secret_and_a_target() {
+        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let a = reg.register();
+        let b = reg.register();
+        assert_ne!(a.id, b.id);
+        assert_eq!(reg.lookup(a.id, a.secret), None, "idle session has nothing to cancel");
+        a.slot.set(Some("backend-a"));
+        b.slot.set(Some("backend-b"));
+        assert_eq!(reg.lookup(a.id, a.secret), Some("backend-a"));
+        assert_eq!(reg.lookup(a.id, a.secret ^ 1), None);
+        assert_eq!(reg.lookup(b.id, b.secret), Some("backend-b"));
+        drop(a);
+        assert_eq!(reg.len(), 1);
+    }
+}

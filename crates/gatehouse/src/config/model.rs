@@ -1,0 +1,123 @@
+//! The validated configuration the proxy runs on: an immutable snapshot with
+//! references resolved (endpoint → cluster, tenant → secret), durations and
+//! addresses parsed, credentials loaded. Shared as `Arc<Settings>`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_proto_pg::auth::scram::ScramVerifier;
+
+/// Which wire protocol a cluster speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    Postgres,
+}
+
+/// What an endpoint reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointRole {
+    /// The writer.
+    ReadWrite,
+    /// The readers, spread; the writer when no reader is available.
+    ReadOnly,
+}
+
+/// How long a client keeps its backend connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolMode {
+    /// For the whole client session; reset with `DISCARD ALL` when it ends.
+    Session,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProxySettings {
+    /// Time a client has to finish TLS, startup and authentication.
+    pub login_timeout: Duration,
+    /// Time a client may leave a message half sent.
+    pub client_message_timeout: Duration,
+    /// Time given to sessions to finish on shutdown.
+    pub shutdown_timeout: Duration,
+    /// Largest client message accepted, in bytes.
+    pub max_message_bytes: usize,
+    /// Default `tracing` filter, overridden by `RUST_LOG`.
+    pub log_filter: String,
+}
+
+#[derive(Debug)]
+pub struct ClusterSettings {
+    pub name: String,
+    pub engine: EngineKind,
+    /// `host:port` of each backend, in configuration order.
+    pub backends: Vec<String>,
+    /// Credentials for health checks and role discovery.
+    pub monitor: Option<Arc<Secret>>,
+    pub health_check_interval: Duration,
+    pub connect_timeout: Duration,
+    /// Backend connections per (backend, backend user, database).
+    pub pool_size: u32,
+    /// How long a client waits for a backend connection before an error.
+    pub borrow_timeout: Duration,
+}
+
+#[derive(Debug)]
+pub struct EndpointSettings {
+    pub name: String,
+    pub listen: SocketAddr,
+    pub cluster: Arc<ClusterSettings>,
+    pub role: EndpointRole,
+    pub pool_mode: PoolMode,
+    pub max_client_connections: u32,
+    pub require_tls: bool,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// How a tenant proves who it is.
+#[derive(Debug, Clone)]
+pub enum TenantAuth {
+    Scram(ScramVerifier),
+    /// `md5` + hex(md5(password ‖ user)), PostgreSQL's stored md5 form.
+    Md5(String),
+}
+
+#[derive(Debug)]
+pub struct Tenant {
+    pub name: String,
+    pub databases: Vec<String>,
+    pub secret: Arc<Secret>,
+    pub auth: TenantAuth,
+}
+
+impl Tenant {
+    pub fn may_use(&self, database: &str) -> bool {
+        self.databases.iter().any(|d| d == database)
+    }
+}
+
+/// Backend credentials. `Debug` never shows the password.
+pub struct Secret {
+    pub name: String,
+    pub user: String,
+    pub password: String,
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Secret")
+            .field("name", &self.name)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+#[derive(Debug)]
+pub struct Settings {
+    pub proxy: ProxySettings,
+    pub clusters: Vec<Arc<ClusterSettings>>,
+    pub endpoints: Vec<Arc<EndpointSettings>>,
+    pub tenants: HashMap<String, Arc<Tenant>>,
+    pub secrets: HashMap<String, Arc<Secret>>,
+}

@@ -1,0 +1,98 @@
+//! The configuration file as written: serde types mirroring the TOML, with
+//! spans kept on the values that other sections refer to, so validation can
+//! point at the line of each problem. Unknown keys are rejected here.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub proxy: RawProxy,
+    #[serde(default)]
+    pub clusters: Vec<RawCluster>,
+    #[serde(default)]
+    pub endpoints: Vec<RawEndpoint>,
+    #[serde(default)]
+    pub tenants: Vec<RawTenant>,
+    #[serde(default)]
+    pub secrets: Vec<RawSecret>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawProxy {
+    #[serde(default, with = "humantime_serde::option")]
+    pub login_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub client_message_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub shutdown_timeout: Option<Duration>,
+    pub max_message_bytes: Option<Spanned<u64>>,
+    pub log_filter: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCluster {
+    pub name: Spanned<String>,
+    pub engine: Spanned<String>,
+    pub backends: Spanned<Vec<Spanned<String>>>,
+    pub monitor_secret: Option<Spanned<String>>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub health_check_interval: Option<Duration>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub connect_timeout: Option<Duration>,
+    #[serde(default)]
+    pub pool: RawPool,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawPool {
+    pub size: Option<Spanned<u32>>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub borrow_timeout: Option<Duration>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEndpoint {
+    pub name: Spanned<String>,
+    pub listen: Spanned<String>,
+    pub cluster: Spanned<String>,
+    pub role: Spanned<String>,
+    pub pool_mode: Option<Spanned<String>>,
+    pub max_client_connections: Option<u32>,
+    pub require_tls: Option<Spanned<bool>>,
+    pub tls: Option<Spanned<RawTls>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTls {
+    pub cert: String,
+    pub key: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTenant {
+    pub name: Spanned<String>,
+    pub databases: Spanned<Vec<String>>,
+    pub secret: Spanned<String>,
+    pub scram_verifier: Option<Spanned<String>>,
+    pub md5_hash: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSecret {
+    pub name: Spanned<String>,
+    pub user: String,
+    pub password: Option<Spanned<String>>,
+    pub password_env: Option<Spanned<String>>,
+}

@@ -1,0 +1,113 @@
+//! Unit tests for configuration parsing and validation.
+
+use std::path::Path;
+
+use super::*;
+
+const VERIFIER: &str = "SCRAM-SHA-256$4096:c2FsdHNhbHRzYWx0c2FsdA==$WHJm3PQMNaUB3G2n5nRAOnmrFpzDtjcPHlQTI6QsdFE=:PYxeIJb3uDnnt7fkSDbcDl3jmHDnd2T+GJFIRhqqIhk=";
+
+fn good() -> String {
+    format!(
+        r#"
+[proxy]
+login_timeout = "3s"
+
+[[clusters]]
+name = "main"
+engine = "postgres"
+backends = ["127.0.0.1:5432", "127.0.0.1:5433"]
+monitor_secret = "admin"
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_write"
+
+[[tenants]]
+name = "app"
+databases = ["app"]
+secret = "admin"
+scram_verifier = "{VERIFIER}"
+
+[[secrets]]
+name = "admin"
+user = "postgres"
+password = "pw"
+"#
+    )
+}
+
+fn problems(text: &str) -> Vec<Problem> {
+    match parse(text, Path::new(".")) {
+        Ok(_) => panic!("expected problems"),
+        Err(p) => p.0,
+    }
+}
+
+#[test]
+fn a_good_config_resolves_references_and_defaults() {
+    let s = parse(&good(), Path::new(".")).unwrap();
+    assert_eq!(s.proxy.login_timeout, std::time::Duration::from_secs(3));
+    assert_eq!(s.clusters[0].backends.len(), 2);
+    assert_eq!(s.clusters[0].pool_size, validate::DEFAULT_POOL_SIZE);
+    assert_eq!(s.endpoints[0].cluster.name, "main");
+    assert_eq!(s.endpoints[0].pool_mode, PoolMode::Session);
+    let t = &s.tenants["app"];
+    assert!(t.may_use("app") && !t.may_use("other"));
+    assert_eq!(t.secret.user, "postgres");
+    assert!(
+        !format!("{:?}", t.secret).contains("pw\""),
+        "Debug must not show the password"
+    );
+}
+
+#[test]
+fn unknown_keys_are_errors_with_their_line() {
+    let text = good().replace("role = \"read_write\"", "role = \"read_write\"\nrolle = 1");
+    let p = problems(&text);
+    assert_eq!(p.len(), 1);
+    assert!(p[0].message.contains("rolle"), "{p:?}");
+    let expected_line = text.lines().position(|l| l.starts_with("rolle")).unwrap() + 1;
+    assert_eq!(p[0].line, Some(expected_line));
+}
+
+#[test]
+fn every_semantic_problem_is_listed_with_its_line() {
+    let text = good()
+        .replace("cluster = \"main\"", "cluster = \"nope\"")
+        .replace("secret = \"admin\"\nscram", "secret = \"missing\"\nscram")
+        .replace("\"127.0.0.1:5433\"", "\"no-port\"");
+    let p = problems(&text);
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).map(|i| i + 1);
+    let find = |m: &str| {
+        p.iter()
+            .find(|x| x.message.contains(m))
+            .unwrap_or_else(|| panic!("{m}: {p:?}"))
+    };
+    assert_eq!(find("unknown cluster").line, line_of("cluster = \"nope\""));
+    assert_eq!(find("unknown secret").line, line_of("secret = \"missing\""));
+    assert_eq!(find("must be host:port").line, line_of("no-port"));
+    assert_eq!(p.len(), 3, "{p:?}");
+}
+
+#[test]
+fn credentials_and_tls_are_checked() {
+    let p = problems(&good().replace(VERIFIER, "SCRAM-SHA-256$0:x$y:z"));
+    assert!(p[0].message.contains("scram_verifier"), "{p:?}");
+    let p = problems(&good().replace("role = \"read_write\"", "role = \"read_write\"\nrequire_tls = true"));
+    assert!(p[0].message.contains("require_tls"), "{p:?}");
+    let p = problems(&good().replace(
+        "role = \"read_write\"",
+        "role = \"read_write\"\ntls = { cert = \"/nonexistent.pem\", key = \"/nonexistent.key\" }",
+    ));
+    assert!(p[0].message.contains("/nonexistent.pem"), "{p:?}");
+    let p = problems(&good().replace("password = \"pw\"", "password_env = \"GATEHOUSE_TEST_SURELY_UNSET\""));
+    assert!(p[0].message.contains("GATEHOUSE_TEST_SURELY_UNSET"), "{p:?}");
+}
+
+#[test]
+fn an_empty_config_has_nothing_to_listen_on() {
+    let p = problems("");
+    assert!(p[0].message.contains("endpoints"), "{p:?}");
+}

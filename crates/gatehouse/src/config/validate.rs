@@ -1,0 +1,313 @@
+//! Turns a [`RawConfig`] into [`Settings`]: applies defaults, resolves names,
+//! parses addresses, verifiers and TLS files, and collects every problem with
+//! the line it is on instead of stopping at the first.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_proto_pg::auth::scram::ScramVerifier;
+use gatehouse_proto_pg::frame::PQ_LARGE_MESSAGE_LIMIT;
+use toml::Spanned;
+
+use super::model::*;
+use super::raw::*;
+use super::{Problem, Problems};
+
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
+pub const DEFAULT_CLIENT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(2);
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_POOL_SIZE: u32 = 20;
+pub const DEFAULT_BORROW_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_MAX_CLIENT_CONNECTIONS: u32 = 10_000;
+
+struct Ctx<'a> {
+    text: &'a str,
+    base: &'a Path,
+    problems: Vec<Problem>,
+}
+
+impl Ctx<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+    }
+
+    fn at<T>(&mut self, spanned: &Spanned<T>, message: impl Into<String>) {
+        let line = Some(self.line_of(spanned.span().start));
+        self.problems.push(Problem {
+            line,
+            message: message.into(),
+        });
+    }
+}
+
+pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Problems> {
+    let mut cx = Ctx {
+        text,
+        base,
+        problems: Vec::new(),
+    };
+    let proxy = proxy_settings(&mut cx, &raw.proxy);
+    let secrets = secrets(&mut cx, &raw.secrets);
+    let clusters = clusters(&mut cx, &raw.clusters, &secrets);
+    let endpoints = endpoints(&mut cx, &raw.endpoints, &clusters);
+    let tenants = tenants(&mut cx, &raw.tenants, &secrets);
+    if endpoints.is_empty() && cx.problems.is_empty() {
+        cx.problems.push(Problem {
+            line: None,
+            message: "no [[endpoints]]: nothing to listen on".into(),
+        });
+    }
+    if !cx.problems.is_empty() {
+        return Err(Problems(cx.problems));
+    }
+    Ok(Settings {
+        proxy,
+        clusters,
+        endpoints,
+        tenants,
+        secrets,
+    })
+}
+
+fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
+    let max = p
+        .max_message_bytes
+        .as_ref()
+        .map_or(DEFAULT_MAX_MESSAGE_BYTES, |m| *m.get_ref());
+    if let Some(m) = &p.max_message_bytes
+        && !(1024..=PQ_LARGE_MESSAGE_LIMIT as u64).contains(m.get_ref())
+    {
+        cx.at(
+            m,
+            format!("max_message_bytes must be between 1024 and {PQ_LARGE_MESSAGE_LIMIT}"),
+        );
+    }
+    ProxySettings {
+        login_timeout: p.login_timeout.unwrap_or(DEFAULT_LOGIN_TIMEOUT),
+        client_message_timeout: p.client_message_timeout.unwrap_or(DEFAULT_CLIENT_MESSAGE_TIMEOUT),
+        shutdown_timeout: p.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+        max_message_bytes: usize::try_from(max).unwrap_or(usize::MAX),
+        log_filter: p.log_filter.clone().unwrap_or_else(|| "info".into()),
+    }
+}
+
+fn unique<'a>(cx: &mut Ctx, seen: &mut HashMap<&'a str, ()>, name: &'a Spanned<String>, what: &str) {
+    if name.get_ref().is_empty() {
+        cx.at(name, format!("{what} name must not be empty"));
+    } else if seen.insert(name.get_ref(), ()).is_some() {
+        cx.at(name, format!("duplicate {what} name \"{}\"", name.get_ref()));
+    }
+}
+
+fn secrets(cx: &mut Ctx, raw: &[RawSecret]) -> HashMap<String, Arc<Secret>> {
+    let mut seen = HashMap::new();
+    let mut out = HashMap::new();
+    for s in raw {
+        unique(cx, &mut seen, &s.name, "secret");
+        let password = match (&s.password, &s.password_env) {
+            (Some(p), None) => p.get_ref().clone(),
+            (None, Some(var)) => match std::env::var(var.get_ref()) {
+                Ok(v) => v,
+                Err(_) => {
+                    cx.at(var, format!("environment variable {} is not set", var.get_ref()));
+                    continue;
+                }
+            },
+            _ => {
+                cx.at(&s.name, "a secret needs exactly one of `password` or `password_env`");
+                continue;
+            }
+        };
+        let secret = Secret {
+            name: s.name.get_ref().clone(),
+            user: s.user.clone(),
+            password,
+        };
+        out.insert(secret.name.clone(), Arc::new(secret));
+    }
+    out
+}
+
+fn lookup_secret(cx: &mut Ctx, secrets: &HashMap<String, Arc<Secret>>, name: &Spanned<String>) -> Option<Arc<Secret>> {
+    let found = secrets.get(name.get_ref()).cloned();
+    if found.is_none() {
+        cx.at(name, format!("unknown secret \"{}\"", name.get_ref()));
+    }
+    found
+}
+
+fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secret>>) -> Vec<Arc<ClusterSettings>> {
+    let mut seen = HashMap::new();
+    let mut out = Vec::new();
+    for c in raw {
+        unique(cx, &mut seen, &c.name, "cluster");
+        let engine = match c.engine.get_ref().as_str() {
+            "postgres" | "postgresql" => EngineKind::Postgres,
+            other => {
+                cx.at(&c.engine, format!("unknown engine \"{other}\" (expected \"postgres\")"));
+                EngineKind::Postgres
+            }
+        };
+        if c.backends.get_ref().is_empty() {
+            cx.at(&c.backends, "a cluster needs at least one backend");
+        }
+        for b in c.backends.get_ref() {
+            let ok = b
+                .get_ref()
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+            if !ok {
+                cx.at(b, format!("backend \"{}\" must be host:port", b.get_ref()));
+            }
+        }
+        let monitor = c.monitor_secret.as_ref().and_then(|m| lookup_secret(cx, secrets, m));
+        let pool_size = c.pool.size.as_ref().map_or(DEFAULT_POOL_SIZE, |s| *s.get_ref());
+        if let Some(s) = &c.pool.size
+            && *s.get_ref() == 0
+        {
+            cx.at(s, "pool.size must be at least 1");
+        }
+        out.push(Arc::new(ClusterSettings {
+            name: c.name.get_ref().clone(),
+            engine,
+            backends: c.backends.get_ref().iter().map(|b| b.get_ref().clone()).collect(),
+            monitor,
+            health_check_interval: c.health_check_interval.unwrap_or(DEFAULT_HEALTH_CHECK_INTERVAL),
+            connect_timeout: c.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            pool_size,
+            borrow_timeout: c.pool.borrow_timeout.unwrap_or(DEFAULT_BORROW_TIMEOUT),
+        }));
+    }
+    out
+}
+
+fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>]) -> Vec<Arc<EndpointSettings>> {
+    let mut seen = HashMap::new();
+    let mut listens: HashMap<SocketAddr, ()> = HashMap::new();
+    let mut out = Vec::new();
+    for e in raw {
+        unique(cx, &mut seen, &e.name, "endpoint");
+        let listen = match e.listen.get_ref().parse::<SocketAddr>() {
+            Ok(a) => {
+                if a.port() != 0 && listens.insert(a, ()).is_some() {
+                    cx.at(&e.listen, format!("another endpoint already listens on {a}"));
+                }
+                Some(a)
+            }
+            Err(_) => {
+                cx.at(&e.listen, format!("listen \"{}\" must be ip:port", e.listen.get_ref()));
+                None
+            }
+        };
+        let cluster = clusters.iter().find(|c| &c.name == e.cluster.get_ref()).cloned();
+        if cluster.is_none() {
+            cx.at(&e.cluster, format!("unknown cluster \"{}\"", e.cluster.get_ref()));
+        }
+        let role = match e.role.get_ref().as_str() {
+            "read_write" => Some(EndpointRole::ReadWrite),
+            "read_only" => Some(EndpointRole::ReadOnly),
+            other => {
+                cx.at(
+                    &e.role,
+                    format!("unknown role \"{other}\" (expected \"read_write\" or \"read_only\")"),
+                );
+                None
+            }
+        };
+        let pool_mode = match e.pool_mode.as_ref().map(|m| m.get_ref().as_str()) {
+            None | Some("session") => Some(PoolMode::Session),
+            Some(other) => {
+                if let Some(m) = &e.pool_mode {
+                    cx.at(
+                        m,
+                        format!("unknown pool_mode \"{other}\" (this version supports \"session\")"),
+                    );
+                }
+                None
+            }
+        };
+        let tls = e.tls.as_ref().and_then(|t| {
+            let files = t.get_ref();
+            match crate::tls::server_config(&cx.base.join(&files.cert), &cx.base.join(&files.key)) {
+                Ok(c) => Some(c),
+                Err(err) => {
+                    cx.at(t, err.to_string());
+                    None
+                }
+            }
+        });
+        let require_tls = e.require_tls.as_ref().is_some_and(|r| *r.get_ref());
+        if let Some(r) = &e.require_tls
+            && *r.get_ref()
+            && e.tls.is_none()
+        {
+            cx.at(r, "require_tls needs an [endpoints.tls] section with cert and key");
+        }
+        if let (Some(listen), Some(cluster), Some(role), Some(pool_mode)) = (listen, cluster, role, pool_mode) {
+            out.push(Arc::new(EndpointSettings {
+                name: e.name.get_ref().clone(),
+                listen,
+                cluster,
+                role,
+                pool_mode,
+                max_client_connections: e.max_client_connections.unwrap_or(DEFAULT_MAX_CLIENT_CONNECTIONS),
+                require_tls,
+                tls,
+            }));
+        }
+    }
+    out
+}
+
+fn tenants(cx: &mut Ctx, raw: &[RawTenant], secrets: &HashMap<String, Arc<Secret>>) -> HashMap<String, Arc<Tenant>> {
+    let mut seen = HashMap::new();
+    let mut out = HashMap::new();
+    for t in raw {
+        unique(cx, &mut seen, &t.name, "tenant");
+        if t.databases.get_ref().is_empty() {
+            cx.at(&t.databases, "a tenant needs at least one database");
+        }
+        let secret = lookup_secret(cx, secrets, &t.secret);
+        let auth = match (&t.scram_verifier, &t.md5_hash) {
+            (Some(v), None) => match v.get_ref().parse::<ScramVerifier>() {
+                Ok(v) => Some(TenantAuth::Scram(v)),
+                Err(e) => {
+                    cx.at(v, format!("scram_verifier is not a SCRAM-SHA-256 verifier: {e}"));
+                    None
+                }
+            },
+            (None, Some(h)) => {
+                let s = h.get_ref();
+                if s.len() == 35 && s.starts_with("md5") && s[3..].bytes().all(|b| b.is_ascii_hexdigit()) {
+                    Some(TenantAuth::Md5(s.clone()))
+                } else {
+                    cx.at(h, "md5_hash must be \"md5\" followed by 32 hex digits");
+                    None
+                }
+            }
+            _ => {
+                cx.at(
+                    &t.name,
+                    "a tenant needs exactly one of `scram_verifier` or `md5_hash` (see `gatehouse hash-password`)",
+                );
+                None
+            }
+        };
+        if let (Some(secret), Some(auth)) = (secret, auth) {
+            let tenant = Tenant {
+                name: t.name.get_ref().clone(),
+                databases: t.databases.get_ref().clone(),
+                secret,
+                auth,
+            };
+            out.insert(tenant.name.clone(), Arc::new(tenant));
+        }
+    }
+    out
+}

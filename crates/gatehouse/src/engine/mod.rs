@@ -1,0 +1,75 @@
+//! The `Engine` trait: everything that differs between PostgreSQL and MySQL
+//! (wire protocol on both sides, backend connect and reset, role probes), so
+//! that pools, routing, topology, tenants and listeners stay engine-agnostic.
+
+pub mod pg;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::config::{EndpointSettings, Secret};
+use crate::core::Core;
+use crate::error::ProxyError;
+
+/// What a health probe learned about a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    /// Accepts writes (PostgreSQL: not in recovery; MySQL: not read-only).
+    pub writable: bool,
+    /// The server's own connection limit.
+    pub max_connections: Option<u32>,
+}
+
+/// A client connection as accepted by an endpoint listener.
+pub struct ClientConn {
+    pub socket: TcpStream,
+    pub peer: SocketAddr,
+    pub endpoint: Arc<EndpointSettings>,
+    /// The endpoint's connection slot; `None` when the endpoint is full, in
+    /// which case the engine answers with its "too many connections" error.
+    pub admission: Option<OwnedSemaphorePermit>,
+    /// Held for the session's life so shutdown can wait for it.
+    pub drain: crate::app::DrainGuard,
+}
+
+/// A database protocol plugged into the core.
+pub trait Engine: Send + Sync + Sized + 'static {
+    /// An authenticated backend connection, ready for a client's work.
+    type Conn: Send + 'static;
+    /// What a cancel needs to reach the backend running a client's query.
+    type CancelTarget: Clone + Send + Sync + 'static;
+
+    /// Connects and authenticates to `backend` (`host:port`) as `secret` on `database`.
+    fn connect(
+        &self,
+        backend: &str,
+        secret: &Secret,
+        database: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Self::Conn, ProxyError>> + Send;
+
+    /// Makes a connection safe for the next client; an error means discard it.
+    fn reset(&self, conn: &mut Self::Conn) -> impl Future<Output = Result<(), ProxyError>> + Send;
+
+    /// Cheap check, without I/O waits, that an idle connection is still open.
+    fn is_usable(&self, conn: &mut Self::Conn) -> bool;
+
+    /// Asks `backend` its role and limits.
+    fn probe(
+        &self,
+        backend: &str,
+        secret: &Secret,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Probe, ProxyError>> + Send;
+
+    /// Sends a cancel for whatever `target` is running now.
+    fn cancel(&self, target: Self::CancelTarget) -> impl Future<Output = Result<(), ProxyError>> + Send;
+
+    /// Serves one client connection from accept to close.
+    fn serve(core: Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send;
+}

@@ -1,0 +1,261 @@
+//! Backend connections to PostgreSQL servers: connect and authenticate
+//! (driving the sans-I/O [`BackendStartup`]), the reset that makes a
+//! connection safe for the next client, role probes, and cancel requests.
+
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use gatehouse_proto_pg::backend_startup::{BackendAuthError, BackendStartup, Progress};
+use gatehouse_proto_pg::frame::{Step, next_frame};
+use gatehouse_proto_pg::messages::ErrorFields;
+use gatehouse_proto_pg::{messages, sqlstate, startup};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::config::Secret;
+use crate::engine::Probe;
+use crate::error::{Condition, ProxyError};
+
+/// Control-path messages (startup, reset, probes) are held whole up to this
+/// size; nothing the proxy reads on these paths comes near it.
+const CONTROL_MESSAGE_LIMIT: usize = 1024 * 1024;
+
+/// Data rows of a control query: columns as raw text, `None` for NULL.
+pub(crate) type Rows = Vec<Vec<Option<Vec<u8>>>>;
+
+/// An authenticated PostgreSQL backend connection.
+pub struct PgConn {
+    pub(crate) stream: TcpStream,
+    /// Bytes read from the server but not yet consumed.
+    pub(crate) buf: BytesMut,
+    /// The server's current reported parameters (ParameterStatus).
+    pub(crate) params: Vec<(String, String)>,
+    /// The server's (pid, secret) for cancel requests.
+    pub(crate) key: Option<(u32, u32)>,
+    /// `host:port` this connection goes to.
+    pub(crate) addr: String,
+    /// Transaction status from the last ReadyForQuery.
+    pub(crate) status: u8,
+}
+
+/// What a cancel needs: the server address and its key for the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgCancelTarget {
+    pub addr: String,
+    pub pid: u32,
+    pub secret: u32,
+}
+
+fn io_error(addr: &str, e: impl std::fmt::Display) -> ProxyError {
+    ProxyError::new(Condition::BackendUnavailable, "could not reach the database server")
+        .with_detail(format!("{addr}: {e}"))
+}
+
+impl PgConn {
+    pub(crate) fn set_param(&mut self, name: String, value: String) {
+        match self.params.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.params.push((name, value)),
+        }
+    }
+
+    pub(crate) fn cancel_target(&self) -> Option<PgCancelTarget> {
+        self.key.map(|(pid, secret)| PgCancelTarget {
+            addr: self.addr.clone(),
+            pid,
+            secret,
+        })
+    }
+
+    /// Reads one whole message from the server (control paths only).
+    pub(crate) async fn read_message(&mut self) -> Result<BytesMut, ProxyError> {
+        loop {
+            match next_frame(&self.buf, CONTROL_MESSAGE_LIMIT, CONTROL_MESSAGE_LIMIT) {
+                Ok(Step::Whole { len, .. }) => return Ok(self.buf.split_to(len)),
+                Ok(Step::NeedMore) => {}
+                Ok(Step::Stream { .. }) | Err(_) => {
+                    return Err(io_error(&self.addr, "oversized or malformed message on a control path"));
+                }
+            }
+            self.buf.reserve(8192);
+            let n = self
+                .stream
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| io_error(&self.addr, e))?;
+            if n == 0 {
+                return Err(io_error(&self.addr, "server closed the connection"));
+            }
+        }
+    }
+
+    /// Runs one simple query on a control path and returns its data rows, or
+    /// the server's error; ParameterStatus changes are recorded.
+    pub(crate) async fn simple_query(&mut self, sql: &str) -> Result<Result<Rows, ErrorFields>, ProxyError> {
+        let mut out = BytesMut::new();
+        messages::put_query(&mut out, sql);
+        self.stream.write_all(&out).await.map_err(|e| io_error(&self.addr, e))?;
+        let mut rows = Vec::new();
+        let mut error = None;
+        loop {
+            let msg = self.read_message().await?;
+            match msg[0] {
+                b'D' => rows.push(messages::parse_data_row(&msg).map_err(|e| io_error(&self.addr, e))?),
+                b'S' => {
+                    let (n, v) = messages::parse_parameter_status(&msg).map_err(|e| io_error(&self.addr, e))?;
+                    self.set_param(n, v);
+                }
+                b'E' => error = Some(messages::parse_error(&msg).map_err(|e| io_error(&self.addr, e))?),
+                b'Z' => {
+                    self.status = messages::parse_ready(&msg).map_err(|e| io_error(&self.addr, e))?;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        Ok(match error {
+            None => Ok(rows),
+            Some(f) => Err(f),
+        })
+    }
+
+    /// [`Self::simple_query`] where a server error is a failure of the proxy's own work.
+    pub(crate) async fn control_query(&mut self, sql: &str) -> Result<Rows, ProxyError> {
+        self.simple_query(sql).await?.map_err(|f| {
+            ProxyError::new(
+                Condition::BackendUnavailable,
+                "a proxy query failed on the database server",
+            )
+            .with_detail(format!("{}: {sql}: {} {}", self.addr, f.code, f.message))
+        })
+    }
+}
+
+/// Opens and authenticates a backend connection.
+pub async fn connect(addr: &str, secret: &Secret, database: &str, timeout: Duration) -> Result<PgConn, ProxyError> {
+    match tokio::time::timeout(timeout, connect_inner(addr, secret, database)).await {
+        Ok(r) => r,
+        Err(_) => Err(io_error(addr, format!("connect timed out after {timeout:?}"))),
+    }
+}
+
+async fn connect_inner(addr: &str, secret: &Secret, database: &str) -> Result<PgConn, ProxyError> {
+    let stream = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
+    let _ = stream.set_nodelay(true);
+    let mut conn = PgConn {
+        stream,
+        buf: BytesMut::with_capacity(16 * 1024),
+        params: Vec::new(),
+        key: None,
+        addr: addr.to_owned(),
+        status: b'I',
+    };
+    let hello = startup::startup_message([("user", secret.user.as_str()), ("database", database)]);
+    conn.stream.write_all(&hello).await.map_err(|e| io_error(addr, e))?;
+    let mut auth = BackendStartup::new(&secret.user, Some(&secret.password));
+    let mut out = BytesMut::new();
+    loop {
+        let msg = conn.read_message().await?;
+        let progress = auth
+            .handle(&msg, &mut out)
+            .map_err(|e| startup_error(addr, database, e))?;
+        if !out.is_empty() {
+            conn.stream.write_all(&out).await.map_err(|e| io_error(addr, e))?;
+            out.clear();
+        }
+        if let Progress::Ready(status) = progress {
+            conn.status = status;
+            conn.params = auth.parameters().to_vec();
+            conn.key = auth.key();
+            return Ok(conn);
+        }
+    }
+}
+
+fn startup_error(addr: &str, database: &str, e: BackendAuthError) -> ProxyError {
+    let detail = format!("{addr}: {e}");
+    match &e {
+        BackendAuthError::Server(f) if f.code == sqlstate::INVALID_CATALOG_NAME => ProxyError::new(
+            Condition::UnknownDatabase,
+            format!("database \"{database}\" does not exist"),
+        ),
+        BackendAuthError::Server(f) if f.code == sqlstate::TOO_MANY_CONNECTIONS => ProxyError::new(
+            Condition::TooManyConnections,
+            "the database server has no connection slots left",
+        ),
+        _ => ProxyError::new(
+            Condition::BackendUnavailable,
+            "could not connect to the database server",
+        ),
+    }
+    .with_detail(detail)
+}
+
+/// Makes a connection clean for the next client: ends any transaction and
+/// runs `DISCARD ALL` (session settings, prepared statements, temporary
+/// tables, advisory locks, LISTENs), recording the reset parameters.
+pub async fn reset(conn: &mut PgConn) -> Result<(), ProxyError> {
+    if conn.status != b'I' {
+        conn.control_query("ROLLBACK").await?;
+    }
+    conn.control_query("DISCARD ALL").await?;
+    if conn.status != b'I' || !conn.buf.is_empty() {
+        return Err(io_error(&conn.addr, "connection not idle after reset"));
+    }
+    Ok(())
+}
+
+/// True when an idle connection has neither been closed nor sent anything
+/// unexpected (a server that is shutting down sends a FATAL error first).
+pub fn is_usable(conn: &mut PgConn) -> bool {
+    let mut probe = [0u8; 1];
+    matches!(conn.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// Connects with the monitor credentials and asks the server its role.
+pub async fn probe(addr: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
+    let work = async {
+        let mut conn = connect_inner(addr, secret, "postgres").await?;
+        let rows = conn
+            .control_query("SELECT pg_is_in_recovery(), current_setting('max_connections')")
+            .await?;
+        let mut out = BytesMut::new();
+        messages::put_terminate(&mut out);
+        let _ = conn.stream.write_all(&out).await;
+        let row = rows.first().ok_or_else(|| io_error(addr, "probe returned no row"))?;
+        let in_recovery = matches!(row.first(), Some(Some(v)) if v.as_slice() == b"t");
+        let max_connections = row
+            .get(1)
+            .and_then(|v| v.as_deref())
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| v.parse().ok());
+        Ok(Probe {
+            writable: !in_recovery,
+            max_connections,
+        })
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(io_error(addr, "probe timed out")),
+    }
+}
+
+/// Sends a CancelRequest for `target` and waits for the server to close.
+pub async fn cancel(target: PgCancelTarget) -> Result<(), ProxyError> {
+    let work = async {
+        let mut s = TcpStream::connect(&target.addr)
+            .await
+            .map_err(|e| io_error(&target.addr, e))?;
+        s.write_all(&startup::cancel_request(target.pid, target.secret))
+            .await
+            .map_err(|e| io_error(&target.addr, e))?;
+        let mut sink = BytesMut::new();
+        while s.read_buf(&mut sink).await.map_err(|e| io_error(&target.addr, e))? > 0 {
+            sink.advance(sink.len());
+        }
+        Ok(())
+    };
+    tokio::time::timeout(Duration::from_secs(5), work)
+        .await
+        .unwrap_or_else(|_| Err(io_error(&target.addr, "cancel timed out")))
+}

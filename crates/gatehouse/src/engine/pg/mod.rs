@@ -1,0 +1,87 @@
+//! The PostgreSQL engine: a client session from accept to close (login in
+//! [`login`], the data path in [`relay`]), backend connections in
+//! [`backend`], and the mapping of proxy errors to SQLSTATEs.
+
+pub mod backend;
+pub mod login;
+pub mod relay;
+pub mod session;
+pub mod stream;
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use gatehouse_proto_pg::{messages, sqlstate};
+use tokio::io::AsyncWriteExt;
+
+use self::backend::{PgCancelTarget, PgConn};
+use self::stream::ClientStream;
+use crate::config::Secret;
+use crate::core::Core;
+use crate::engine::{ClientConn, Engine, Probe};
+use crate::error::{Condition, ProxyError};
+
+/// The PostgreSQL engine.
+#[derive(Debug, Default)]
+pub struct PgEngine;
+
+impl Engine for PgEngine {
+    type Conn = PgConn;
+    type CancelTarget = PgCancelTarget;
+
+    async fn connect(
+        &self,
+        backend: &str,
+        secret: &Secret,
+        database: &str,
+        timeout: Duration,
+    ) -> Result<PgConn, ProxyError> {
+        backend::connect(backend, secret, database, timeout).await
+    }
+
+    async fn reset(&self, conn: &mut PgConn) -> Result<(), ProxyError> {
+        backend::reset(conn).await
+    }
+
+    fn is_usable(&self, conn: &mut PgConn) -> bool {
+        backend::is_usable(conn)
+    }
+
+    async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
+        backend::probe(backend, secret, timeout).await
+    }
+
+    async fn cancel(&self, target: PgCancelTarget) -> Result<(), ProxyError> {
+        backend::cancel(target).await
+    }
+
+    async fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) {
+        session::serve(core, client).await
+    }
+}
+
+/// The SQLSTATE PostgreSQL clients expect for each condition.
+pub fn sqlstate_of(condition: Condition) -> &'static str {
+    match condition {
+        Condition::ProtocolViolation | Condition::LoginTimeout => sqlstate::PROTOCOL_VIOLATION,
+        Condition::FeatureNotSupported => sqlstate::FEATURE_NOT_SUPPORTED,
+        Condition::InvalidPassword => sqlstate::INVALID_PASSWORD,
+        Condition::NotAllowed => sqlstate::INVALID_AUTHORIZATION,
+        Condition::UnknownDatabase => sqlstate::INVALID_CATALOG_NAME,
+        Condition::TooManyConnections => sqlstate::TOO_MANY_CONNECTIONS,
+        Condition::IdleTimeout => sqlstate::IDLE_SESSION_TIMEOUT,
+        Condition::BackendUnavailable => sqlstate::CONNECTION_FAILURE,
+        Condition::NoBackendForRole => sqlstate::CANNOT_CONNECT_NOW,
+        Condition::Shutdown => sqlstate::ADMIN_SHUTDOWN,
+        Condition::Internal => sqlstate::INTERNAL_ERROR,
+    }
+}
+
+/// Sends `error` as a FATAL ErrorResponse (best effort: the client may be gone).
+pub async fn send_fatal(stream: &mut ClientStream, error: &ProxyError) {
+    let mut out = BytesMut::new();
+    messages::put_error(&mut out, "FATAL", sqlstate_of(error.condition), &error.message);
+    let _ = stream.write_all(&out).await;
+    let _ = stream.flush().await;
+    let _ = stream.shutdown().await;
+}

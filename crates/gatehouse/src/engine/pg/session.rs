@@ -1,0 +1,293 @@
+//! One PostgreSQL client session, from accept to close: login (bounded by the
+//! login timeout), admission and TLS policy, routing to a backend, borrowing
+//! a lease, applying the client's startup parameters, the relay, and giving
+//! the backend connection back clean (or discarding it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use gatehouse_proto_pg::messages;
+use tokio::io::AsyncWriteExt;
+
+use super::login::{self, Opening};
+use super::relay::{End, Relay};
+use super::stream::ClientStream;
+use super::{PgEngine, send_fatal};
+use crate::config::{EndpointSettings, Tenant};
+use crate::core::Core;
+use crate::engine::{ClientConn, Engine};
+use crate::error::{Condition, ProxyError};
+use crate::pool::PoolKey;
+
+/// Serves one accepted client connection.
+pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
+    let ClientConn {
+        socket,
+        peer,
+        endpoint,
+        admission,
+        drain: _drain,
+    } = client;
+    let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
+    let mut stream = Some(ClientStream::Plain(socket));
+    let opening = match tokio::time::timeout_at(deadline, login::negotiate(&mut stream, &endpoint)).await {
+        Ok(Ok(Some(o))) => o,
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) => return fail(stream.as_mut(), &e, peer).await,
+        Err(_) => return fail(stream.as_mut(), &login_timeout(), peer).await,
+    };
+    let Some(mut stream) = stream else { return };
+    let (minor, params, unsupported) = match opening {
+        Opening::Cancel { pid, secret } => {
+            if let Some(target) = core.cancels.lookup(pid, secret)
+                && let Err(e) = core.engine.cancel(target).await
+            {
+                tracing::info!(error = %e, "cancel request could not be delivered");
+            }
+            return;
+        }
+        Opening::Startup {
+            minor,
+            params,
+            unsupported_options,
+        } => (minor, params, unsupported_options),
+    };
+    if admission.is_none() {
+        let e = ProxyError::new(Condition::TooManyConnections, "sorry, too many clients already");
+        return fail(Some(&mut stream), &e, peer).await;
+    }
+    let login = tokio::time::timeout_at(
+        deadline,
+        admit(&core, &endpoint, &mut stream, minor, &params, &unsupported),
+    );
+    let (tenant, database) = match login.await {
+        Ok(Ok(Some(t))) => t,
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) => return fail(Some(&mut stream), &e, peer).await,
+        Err(_) => return fail(Some(&mut stream), &login_timeout(), peer).await,
+    };
+    if let Err(e) = run_session(&core, &endpoint, &mut stream, &tenant, &database, &params).await {
+        fail(Some(&mut stream), &e, peer).await;
+    }
+}
+
+fn login_timeout() -> ProxyError {
+    ProxyError::new(
+        Condition::LoginTimeout,
+        "timeout expired before authentication completed",
+    )
+}
+
+async fn fail(stream: Option<&mut ClientStream>, e: &ProxyError, peer: std::net::SocketAddr) {
+    tracing::info!(%peer, kind = ?e.kind(), error = %e, "client session ended with an error");
+    if let Some(s) = stream {
+        send_fatal(s, e).await;
+    }
+}
+
+/// TLS policy, protocol negotiation, authentication and the database check.
+/// `Ok(None)`: the client left during authentication.
+async fn admit(
+    core: &Core<PgEngine>,
+    endpoint: &EndpointSettings,
+    stream: &mut ClientStream,
+    minor: u16,
+    params: &[(String, String)],
+    unsupported: &[String],
+) -> Result<Option<(Arc<Tenant>, String)>, ProxyError> {
+    let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let Some(user) = param("user").filter(|u| !u.is_empty()) else {
+        return Err(ProxyError::new(
+            Condition::NotAllowed,
+            "no PostgreSQL user name specified in startup packet",
+        ));
+    };
+    if endpoint.require_tls && !stream.is_tls() {
+        return Err(ProxyError::new(
+            Condition::NotAllowed,
+            "this endpoint requires TLS (sslmode=require)",
+        ));
+    }
+    if param("replication").is_some_and(|r| r != "false" && r != "0" && r != "off") {
+        return Err(ProxyError::new(
+            Condition::FeatureNotSupported,
+            "replication connections are not supported",
+        ));
+    }
+    if minor > 0 || !unsupported.is_empty() {
+        let mut out = BytesMut::new();
+        messages::put_negotiate_protocol(&mut out, 0, unsupported);
+        stream
+            .write_all(&out)
+            .await
+            .map_err(|e| ProxyError::new(Condition::ProtocolViolation, "write failed").with_detail(e.to_string()))?;
+    }
+    let database = param("database").filter(|d| !d.is_empty()).unwrap_or(user).to_owned();
+    let tenant = core.settings.tenants.get(user);
+    if !login::authenticate(stream, user, tenant, &core.auth_mock_seed).await? {
+        return Ok(None);
+    }
+    // `authenticate` only succeeds for a known tenant (the mock never does).
+    let Some(tenant) = tenant else {
+        return Err(ProxyError::new(
+            Condition::InvalidPassword,
+            "password authentication failed",
+        ));
+    };
+    if !tenant.may_use(&database) {
+        return Err(ProxyError::new(
+            Condition::UnknownDatabase,
+            format!("database \"{database}\" does not exist"),
+        ));
+    }
+    Ok(Some((tenant.clone(), database)))
+}
+
+/// Startup parameters the client asked for, as (name, value) to SET on the
+/// backend: everything but the connection's identity, with `options`
+/// (`-c name=value` / `--name=value`) unpacked.
+pub fn session_parameters(params: &[(String, String)]) -> Result<Vec<(String, String)>, ProxyError> {
+    let mut out = Vec::new();
+    for (k, v) in params {
+        match k.as_str() {
+            "user" | "database" | "replication" => {}
+            "options" => {
+                let mut words = v.split_whitespace();
+                while let Some(w) = words.next() {
+                    let setting = match w {
+                        "-c" => words.next().unwrap_or_default(),
+                        w if w.starts_with("--") => &w[2..],
+                        w if w.starts_with("-c") => &w[2..],
+                        other => {
+                            return Err(ProxyError::new(
+                                Condition::FeatureNotSupported,
+                                format!("unsupported startup option \"{other}\""),
+                            ));
+                        }
+                    };
+                    let Some((name, value)) = setting.split_once('=') else {
+                        return Err(ProxyError::new(
+                            Condition::ProtocolViolation,
+                            format!("invalid option \"{setting}\""),
+                        ));
+                    };
+                    out.push((name.replace('-', "_"), value.to_owned()));
+                }
+            }
+            _ => out.push((k.clone(), v.clone())),
+        }
+    }
+    for (name, _) in &out {
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        if !valid {
+            return Err(ProxyError::new(
+                Condition::ProtocolViolation,
+                format!("invalid parameter name \"{name}\""),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// A SQL string literal (standard_conforming_strings is on for pooled
+/// connections: they start from server defaults and are reset to them).
+fn quote_literal(v: &str) -> String {
+    format!("'{}'", v.replace('\'', "''"))
+}
+
+async fn run_session(
+    core: &Core<PgEngine>,
+    endpoint: &EndpointSettings,
+    stream: &mut ClientStream,
+    tenant: &Arc<Tenant>,
+    database: &str,
+    params: &[(String, String)],
+) -> Result<(), ProxyError> {
+    let wanted = session_parameters(params)?;
+    let cluster = &endpoint.cluster;
+    let backend = core.topology.route(&cluster.name, endpoint.role)?;
+    let key = PoolKey {
+        backend,
+        user: tenant.secret.user.clone(),
+        database: database.to_owned(),
+    };
+    let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret);
+    let mut lease = pool.lease().await?;
+
+    let conn = lease.conn();
+    let sets: Vec<String> = wanted
+        .iter()
+        .filter(|(k, v)| !conn.params.iter().any(|(n, cur)| n.eq_ignore_ascii_case(k) && cur == v))
+        .map(|(k, v)| format!("SET {k} = {}", quote_literal(v)))
+        .collect();
+    if !sets.is_empty()
+        && let Err(f) = conn.simple_query(&sets.join("; ")).await?
+    {
+        let mut out = BytesMut::new();
+        messages::put_error(&mut out, "FATAL", &f.code, &f.message);
+        let _ = stream.write_all(&out).await;
+        lease.release().await;
+        return Ok(());
+    }
+
+    let cancel = core.cancels.register();
+    cancel.slot.set(lease.conn().cancel_target());
+    let mut out = BytesMut::new();
+    messages::put_auth_ok(&mut out);
+    for (name, value) in &lease.conn().params {
+        messages::put_parameter_status(&mut out, name, value);
+    }
+    messages::put_backend_key(&mut out, cancel.id, cancel.secret);
+    messages::put_ready(&mut out, lease.conn().status);
+    let greeted = async {
+        stream.write_all(&out).await?;
+        stream.flush().await
+    };
+    if greeted.await.is_err() {
+        lease.release().await;
+        return Ok(());
+    }
+
+    let proxy = &core.settings.proxy;
+    let mut relay = Relay::new(proxy.max_message_bytes, proxy.client_message_timeout);
+    let mut shutdown = core.shutdown.clone();
+    let end = relay.run(stream, lease.conn(), &mut shutdown).await;
+    let target = cancel.slot.get();
+    cancel.slot.set(None);
+    let error = match end {
+        End::Terminated | End::ClientGone => None,
+        End::ClientError(e) => Some(e),
+        End::Shutdown => Some(ProxyError::new(
+            Condition::Shutdown,
+            "terminating connection due to administrator command",
+        )),
+        End::BackendGone(detail) => {
+            drop(lease);
+            if relay.client_mid_output() {
+                // An error cannot be framed into a half-sent message: just close.
+                tracing::info!(detail, "server connection lost mid-message");
+                return Ok(());
+            }
+            return Err(ProxyError::new(Condition::BackendUnavailable, "server connection lost").with_detail(detail));
+        }
+    };
+    if relay.backend_idle() {
+        lease.release().await;
+    } else {
+        if relay.busy()
+            && let Some(t) = target
+        {
+            // The client left mid-query: stop the query rather than let it run on.
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(5), super::backend::cancel(t)).await;
+            });
+        }
+        drop(lease);
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

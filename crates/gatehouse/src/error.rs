@@ -1,0 +1,99 @@
+//! Errors that know who they are for: each [`ProxyError`] carries a
+//! [`Condition`] (what went wrong, engine-neutral, rendered by each engine as
+//! its own SQLSTATE or error number), a client-safe message that never holds
+//! secrets, an optional detail for the log only, and whether retrying is safe.
+
+use std::fmt;
+
+/// Who an error is about; metrics and logs label errors by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The client sent something wrong.
+    Client,
+    /// The client could not prove who it is, or may not do what it asked.
+    Auth,
+    /// A configured limit was hit.
+    Limit,
+    /// A backend failed or could not be reached.
+    Backend,
+    /// The proxy itself (shutdown, a bug).
+    Internal,
+}
+
+/// Engine-neutral conditions; engines map them to their own codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    ProtocolViolation,
+    FeatureNotSupported,
+    InvalidPassword,
+    NotAllowed,
+    UnknownDatabase,
+    TooManyConnections,
+    LoginTimeout,
+    IdleTimeout,
+    BackendUnavailable,
+    NoBackendForRole,
+    Shutdown,
+    Internal,
+}
+
+impl Condition {
+    pub fn kind(self) -> ErrorKind {
+        match self {
+            Self::ProtocolViolation | Self::FeatureNotSupported | Self::LoginTimeout | Self::IdleTimeout => {
+                ErrorKind::Client
+            }
+            Self::InvalidPassword | Self::NotAllowed | Self::UnknownDatabase => ErrorKind::Auth,
+            Self::TooManyConnections => ErrorKind::Limit,
+            Self::BackendUnavailable | Self::NoBackendForRole => ErrorKind::Backend,
+            Self::Shutdown | Self::Internal => ErrorKind::Internal,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ProxyError {
+    pub condition: Condition,
+    /// Safe to show the client.
+    pub message: String,
+    /// For the proxy's log only.
+    pub detail: Option<String>,
+    /// Whether the client may simply retry.
+    pub retry_safe: bool,
+}
+
+impl ProxyError {
+    pub fn new(condition: Condition, message: impl Into<String>) -> Self {
+        let retry_safe = matches!(
+            condition,
+            Condition::TooManyConnections | Condition::BackendUnavailable | Condition::NoBackendForRole
+        );
+        Self {
+            condition,
+            message: message.into(),
+            detail: None,
+            retry_safe,
+        }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.condition.kind()
+    }
+}
+
+impl fmt::Display for ProxyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}/{:?}: {}", self.kind(), self.condition, self.message)?;
+        if let Some(d) = &self.detail {
+            write!(f, " ({d})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ProxyError {}

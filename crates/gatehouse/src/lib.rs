@@ -1,0 +1,16 @@
+//! Gatehouse: a database proxy for PostgreSQL (and, through the same core,
+//! MySQL/MariaDB). The library exposes [`App`] and [`run`] so a binary, a
+//! test or a benchmark can start any number of proxies in one process.
+#![forbid(unsafe_code)]
+
+pub mod app;
+pub mod cancel;
+pub mod config;
+pub mod core;
+pub mod engine;
+pub mod error;
+pub mod pool;
+pub mod tls;
+pub mod topology;
+
+pub use app::{App, AppError, run};

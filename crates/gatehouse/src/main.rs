@@ -1,0 +1,134 @@
+//! The `gatehouse` command: run the proxy, check a configuration, and make
+//! the password verifiers tenants are configured with.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use gatehouse::config;
+use gatehouse_proto_pg::auth::md5::md5_stored;
+use gatehouse_proto_pg::auth::random_salt;
+use gatehouse_proto_pg::auth::scram::{DEFAULT_ITERATIONS, ScramVerifier};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "gatehouse",
+    version,
+    about = "A database proxy for PostgreSQL and MySQL/MariaDB"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy until SIGINT or SIGTERM.
+    Run {
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Validate a configuration file and list every problem with its line.
+    CheckConfig { file: PathBuf },
+    /// Print the verifier to put in a tenant's `scram_verifier` (or, with
+    /// --md5, its `md5_hash`). The password is read from standard input.
+    HashPassword {
+        /// The tenant (user) name; needed for md5.
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        md5: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { config } => run(config),
+        Command::CheckConfig { file } => check(&file),
+        Command::HashPassword { user, md5 } => hash_password(user, md5),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gatehouse: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    match config::load(file) {
+        Ok(s) => {
+            println!(
+                "{}: OK ({} clusters, {} endpoints, {} tenants, {} secrets)",
+                file.display(),
+                s.clusters.len(),
+                s.endpoints.len(),
+                s.tenants.len(),
+                s.secrets.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(problems) => {
+            for p in &problems.0 {
+                match p.line {
+                    Some(l) => eprintln!("{}:{l}: {}", file.display(), p.message),
+                    None => eprintln!("{}: {}", file.display(), p.message),
+                }
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn hash_password(user: Option<String>, md5: bool) -> anyhow::Result<ExitCode> {
+    let mut password = String::new();
+    std::io::stdin()
+        .read_line(&mut password)
+        .context("reading the password from standard input")?;
+    let password = password.trim_end_matches(['\r', '\n']);
+    if md5 {
+        let user = user.context("--md5 needs --user")?;
+        println!("{}", md5_stored(&user, password));
+    } else {
+        println!(
+            "{}",
+            ScramVerifier::from_password(password, &random_salt(), DEFAULT_ITERATIONS)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
+    let settings = match config::load(&path) {
+        Ok(s) => s,
+        Err(problems) => anyhow::bail!("invalid configuration {}:\n{problems}", path.display()),
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.proxy.log_filter));
+    tracing_subscriber::fmt().with_env_filter(filter).init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        gatehouse::run(app, shutdown_signal()).await?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! PostgreSQL integration tests: one real cluster (primary + streaming
+//! replica, from the test kit) and one in-process proxy are started once for
+//! the whole binary; every case talks to them with real clients
+//! (tokio-postgres, psql, pgbench) or, for bad input, raw bytes.
+
+mod auth;
+mod bad_input;
+mod queries;
+mod raw;
+mod session;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use gatehouse_proto_pg::auth::md5::md5_stored;
+use gatehouse_proto_pg::auth::random_salt;
+use gatehouse_proto_pg::auth::scram::ScramVerifier;
+use gatehouse_testkit::{Cluster, Options};
+use libtest_mimic::{Arguments, Failed, Trial};
+use tokio::runtime::Runtime;
+
+/// Everything a case needs: the runtime, the proxy's endpoints, the cluster.
+pub struct Ctx {
+    pub rt: Runtime,
+    pub cluster: Cluster,
+    pub dir: PathBuf,
+    pub ca: PathBuf,
+    pub endpoints: Vec<(String, SocketAddr)>,
+    pub core: Arc<gatehouse::core::Core<gatehouse::engine::pg::PgEngine>>,
+    shutdown: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Ctx {
+    pub fn addr(&self, endpoint: &str) -> SocketAddr {
+        self.endpoints.iter().find(|(n, _)| n == endpoint).map(|(_, a)| *a).unwrap_or_else(|| panic!("{endpoint}"))
+    }
+
+    /// A libpq-style connection string to `endpoint`.
+    pub fn conninfo(&self, endpoint: &str, user: &str, password: &str, dbname: &str) -> String {
+        let a = self.addr(endpoint);
+        format!("host={} port={} user={user} password={password} dbname={dbname} sslmode=disable", a.ip(), a.port())
+    }
+
+    /// Connects with tokio-postgres (no TLS) and drives the connection.
+    pub async fn client(&self, endpoint: &str, user: &str, password: &str, dbname: &str) -> Result<tokio_postgres::Client> {
+        Ok(self.try_client(endpoint, user, password, dbname).await?)
+    }
+
+    /// [`Ctx::client`] keeping the driver's error (and its SQLSTATE).
+    pub async fn try_client(
+        &self,
+        endpoint: &str,
+        user: &str,
+        password: &str,
+        dbname: &str,
+    ) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+        let (client, conn) = tokio_postgres::connect(&self.conninfo(endpoint, user, password, dbname), tokio_postgres::NoTls).await?;
+        tokio::spawn(conn);
+        Ok(client)
+    }
+}
+
+/// Tenants: (name, password, databases, secret, md5?).
+pub const TENANTS: &[(&str, &str, &str, &str, bool)] = &[
+    ("alice", "alice-pw", "\"app1\"", "owner", false),
+    ("bob", "bob-pw", "\"app2\"", "owner", true),
+    ("carol", "carol-pw", "\"app1\"", "md5_backend", false),
+    ("dave", "dave-pw", "\"app1\"", "trust_backend", false),
+];
+
+fn tls_files(dir: &Path) -> Result<PathBuf> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "Gatehouse Test CA");
+    let ca_key = KeyPair::generate()?;
+    let ca = ca_params.self_signed(&ca_key)?;
+    let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
+    params.distinguished_name.push(DnType::CommonName, "localhost");
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &ca, &ca_key)?;
+    std::fs::write(dir.join("server.pem"), cert.pem())?;
+    std::fs::write(dir.join("server.key"), key.serialize_pem())?;
+    std::fs::write(dir.join("ca.pem"), ca.pem())?;
+    Ok(dir.join("ca.pem"))
+}
+
+fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
+    let primary = cluster.pg_primary().context("no primary")?;
+    let backends: Vec<String> = std::iter::once(primary)
+        .chain(cluster.pg_replicas())
+        .map(|s| format!("\"{}:{}\"", s.host, s.port))
+        .collect();
+    let backends = backends.join(", ");
+    let mut text = format!(
+        r#"
+[proxy]
+login_timeout = "2s"
+client_message_timeout = "2s"
+max_message_bytes = 1048576
+log_filter = "warn"
+
+[[clusters]]
+name = "main"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+health_check_interval = "1s"
+pool = {{ size = 10, borrow_timeout = "3s" }}
+
+[[clusters]]
+name = "tiny"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 1, borrow_timeout = "500ms" }}
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_write"
+tls = {{ cert = "{d}/server.pem", key = "{d}/server.key" }}
+
+[[endpoints]]
+name = "tls_only"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_write"
+require_tls = true
+tls = {{ cert = "{d}/server.pem", key = "{d}/server.key" }}
+
+[[endpoints]]
+name = "ro"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_only"
+
+[[clusters]]
+name = "solo"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 1, borrow_timeout = "3s" }}
+
+[[endpoints]]
+name = "solo"
+listen = "127.0.0.1:0"
+cluster = "solo"
+role = "read_write"
+
+[[endpoints]]
+name = "tiny"
+listen = "127.0.0.1:0"
+cluster = "tiny"
+role = "read_write"
+max_client_connections = 2
+
+[[secrets]]
+name = "superuser"
+user = "{su}"
+password = "{su_pw}"
+
+[[secrets]]
+name = "owner"
+user = "app_owner"
+password = "owner-pw"
+
+[[secrets]]
+name = "md5_backend"
+user = "md5_owner"
+password = "md5-pw"
+
+[[secrets]]
+name = "trust_backend"
+user = "trust_owner"
+password = "not-checked"
+"#,
+        d = dir.display(),
+        su = cluster.pg_user(),
+        su_pw = cluster.pg_password(),
+    );
+    for (name, pw, dbs, secret, md5) in TENANTS {
+        let auth = if *md5 {
+            format!("md5_hash = \"{}\"", md5_stored(name, pw))
+        } else {
+            format!("scram_verifier = \"{}\"", ScramVerifier::from_password(pw, &random_salt(), 4096))
+        };
+        text.push_str(&format!(
+            "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"{secret}\"\n{auth}\n"
+        ));
+    }
+    Ok(text)
+}
+
+fn prepare_cluster(cluster: &Cluster) -> Result<()> {
+    let p = cluster.pg_primary().context("no primary")?.name.clone();
+    cluster.pg_sql(&p, "postgres", "CREATE ROLE app_owner LOGIN PASSWORD 'owner-pw'")?;
+    cluster.pg_sql(&p, "postgres", "SET password_encryption = 'md5'; CREATE ROLE md5_owner LOGIN PASSWORD 'md5-pw'")?;
+    cluster.pg_sql(&p, "postgres", "CREATE ROLE trust_owner LOGIN")?;
+    for db in ["app1", "app2"] {
+        cluster.pg_sql(&p, "postgres", &format!("CREATE DATABASE {db} OWNER app_owner"))?;
+        cluster.pg_sql(&p, db, "GRANT ALL ON SCHEMA public TO PUBLIC")?;
+    }
+    cluster.add_pg_hba_rule("host all md5_owner 127.0.0.1/32 md5")?;
+    cluster.add_pg_hba_rule("host all trust_owner 127.0.0.1/32 trust")?;
+    Ok(())
+}
+
+fn setup() -> Result<Arc<Ctx>> {
+    let dir = std::env::temp_dir().join(format!("gatehouse-pg-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let opts = Options { pg_replicas: 1, ..Options::default() };
+    let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
+    prepare_cluster(&cluster)?;
+    let ca = tls_files(&dir)?;
+    let text = config_text(&cluster, &dir)?;
+    std::fs::write(dir.join("gatehouse.toml"), &text)?;
+    let settings = gatehouse::config::parse(&text, &dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (endpoints, core) = rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let endpoints = ["rw", "tls_only", "ro", "tiny", "solo"]
+            .iter()
+            .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
+            .collect::<Vec<_>>();
+        let core = app.pg_core();
+        tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        anyhow::Ok((endpoints, core))
+    })?;
+    Ok(Arc::new(Ctx { rt, cluster, dir, ca, endpoints, core, shutdown: std::sync::Mutex::new(Some(tx)) }))
+}
+
+type Case = fn(&Ctx) -> Result<()>;
+
+fn main() -> std::process::ExitCode {
+    let args = Arguments::from_args();
+    let mut cases: Vec<(&'static str, Case)> = Vec::new();
+    cases.extend(queries::cases());
+    cases.extend(auth::cases());
+    cases.extend(session::cases());
+    cases.extend(bad_input::cases());
+    let ctx = if args.list { None } else {
+        match setup() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("test setup failed: {e:#}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    };
+    let trials = cases
+        .into_iter()
+        .map(|(name, case)| {
+            let ctx = ctx.clone();
+            Trial::test(name, move || match &ctx {
+                Some(ctx) => case(ctx).map_err(|e| Failed::from(format!("{e:#}"))),
+                None => Ok(()),
+            })
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(ctx) = ctx {
+        if let Some(tx) = ctx.shutdown.lock().ok().and_then(|mut s| s.take()) {
+            let _ = tx.send(());
+        }
+        let _ = std::fs::remove_dir_all(ctx.dir.join("gatehouse.toml"));
+    }
+    conclusion.exit_code()
+}
+
+/// The server's message in a driver error (its Display says only "db error").
+pub fn db_message(e: &tokio_postgres::Error) -> String {
+    e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| e.to_string())
+}

@@ -1,0 +1,116 @@
+//! Session-mode pooling: a backend connection is reused only after a reset
+//! that leaves nothing of the previous client; limits answer with 53300;
+//! shutdown ends idle sessions with 57P01.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use tokio_postgres::error::SqlState;
+
+use crate::Ctx;
+use crate::raw::Raw;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        ("session::reused_connection_is_clean", reused_connection_is_clean),
+        ("session::limits_answer_53300", limits),
+        ("session::shutdown_ends_idle_sessions", shutdown),
+    ]
+}
+
+fn reused_connection_is_clean(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let a = ctx.client("solo", "alice", "alice-pw", "app1").await?;
+        let pid_a: i32 = a.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+        a.batch_execute(
+            "SET search_path = pg_catalog; SET application_name = 'dirty';
+             CREATE TEMP TABLE leak(x int); PREPARE leaked AS SELECT 1;
+             SELECT pg_advisory_lock(4242); LISTEN leaked_channel; BEGIN; SELECT 1",
+        )
+        .await?;
+        drop(a); // leaves mid-transaction
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let b = loop {
+            match ctx.client("solo", "alice", "alice-pw", "app1").await {
+                Ok(b) => break b,
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let pid_b: i32 = b.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+        ensure!(pid_a == pid_b, "pool of one should have reused the backend ({pid_a} vs {pid_b})");
+        let row = b
+            .query_one(
+                "SELECT current_setting('search_path'), current_setting('application_name'),
+                        to_regclass('pg_temp.leak') IS NULL,
+                        (SELECT count(*) FROM pg_prepared_statements WHERE name = 'leaked'),
+                        (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()),
+                        (SELECT count(*) FROM pg_listening_channels()),
+                        now() = statement_timestamp()",
+                &[],
+            )
+            .await?;
+        ensure!(row.get::<_, String>(0) == "\"$user\", public", "search_path leaked");
+        ensure!(row.get::<_, String>(1) != "dirty", "application_name leaked");
+        ensure!(row.get::<_, bool>(2), "temporary table leaked");
+        ensure!(row.get::<_, i64>(3) == 0, "prepared statement leaked");
+        ensure!(row.get::<_, i64>(4) == 0, "advisory lock leaked");
+        ensure!(row.get::<_, i64>(5) == 0, "LISTEN leaked");
+        ensure!(row.get::<_, bool>(6), "still inside the previous client's transaction");
+        Ok(())
+    })
+}
+
+fn limits(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        // "tiny": 2 client connections, a pool of 1 with a 500 ms borrow timeout.
+        let holder = ctx.client("tiny", "alice", "alice-pw", "app1").await?;
+        holder.simple_query("SELECT 1").await?;
+        let mut silent = Raw::connect(ctx.addr("tiny")).await?; // takes the second slot
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let e = match ctx.try_client("tiny", "alice", "alice-pw", "app1").await {
+            Ok(_) => anyhow::bail!("a third client got in"),
+            Err(e) => e,
+        };
+        ensure!(e.code() == Some(&SqlState::TOO_MANY_CONNECTIONS), "{e:?}");
+        ensure!(crate::db_message(&e).contains("too many clients"), "{e:?}");
+        ensure!(silent.closed_within(Duration::from_secs(5)).await, "login timeout did not close the silent client");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = std::time::Instant::now();
+        let e = match ctx.try_client("tiny", "alice", "alice-pw", "app1").await {
+            Ok(_) => anyhow::bail!("got a backend connection the pool does not have"),
+            Err(e) => e,
+        };
+        ensure!(e.code() == Some(&SqlState::TOO_MANY_CONNECTIONS), "{e:?}");
+        ensure!(crate::db_message(&e).contains("no backend connection became free"), "{e:?}");
+        ensure!(started.elapsed() >= Duration::from_millis(450), "gave up before the borrow timeout");
+        holder.simple_query("SELECT 1").await.context("the holder was disturbed")?;
+        Ok(())
+    })
+}
+
+fn shutdown(ctx: &Ctx) -> Result<()> {
+    let text = std::fs::read_to_string(ctx.dir.join("gatehouse.toml"))?;
+    let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+    ctx.rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let addr = app.local_addr("rw").context("rw")?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let proxy = tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        let mut raw = Raw::connect(addr).await?;
+        raw.login(&[("user", "alice"), ("database", "app1")], "alice-pw").await?;
+        ensure!(raw.query("SELECT 'before'").await? == ["before"]);
+        let _ = tx.send(());
+        let f = raw.expect_error(Duration::from_secs(5)).await?;
+        ensure!(f.code == "57P01", "{f:?}");
+        ensure!(raw.closed_within(Duration::from_secs(5)).await);
+        tokio::time::timeout(Duration::from_secs(10), proxy).await.context("run() did not return")???;
+        ensure!(tokio::net::TcpStream::connect(addr).await.is_err(), "still accepting after shutdown");
+        Ok(())
+    })
+}

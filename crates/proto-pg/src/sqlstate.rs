@@ -1,0 +1,27 @@
+//! SQLSTATE codes the proxy itself reports (PostgreSQL docs, Appendix A
+//! "PostgreSQL Error Codes").
+
+/// `invalid_authorization_specification`: not allowed to connect.
+pub const INVALID_AUTHORIZATION: &str = "28000";
+/// `invalid_password`.
+pub const INVALID_PASSWORD: &str = "28P01";
+/// `invalid_catalog_name`: unknown database.
+pub const INVALID_CATALOG_NAME: &str = "3D000";
+/// `protocol_violation`.
+pub const PROTOCOL_VIOLATION: &str = "08P01";
+/// `too_many_connections`.
+pub const TOO_MANY_CONNECTIONS: &str = "53300";
+/// `connection_failure`: the backend could not be reached.
+pub const CONNECTION_FAILURE: &str = "08006";
+/// `sqlclient_unable_to_establish_sqlconnection`.
+pub const UNABLE_TO_CONNECT: &str = "08001";
+/// `feature_not_supported`.
+pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+/// `admin_shutdown`: the proxy is shutting down.
+pub const ADMIN_SHUTDOWN: &str = "57P01";
+/// `cannot_connect_now`: no backend of the needed role is available.
+pub const CANNOT_CONNECT_NOW: &str = "57P03";
+/// `idle_session_timeout`.
+pub const IDLE_SESSION_TIMEOUT: &str = "57P05";
+/// `internal_error`.
+pub const INTERNAL_ERROR: &str = "XX000";

@@ -1,0 +1,203 @@
+//! The shell-sourceable `DIR/cluster.env` file: rendering a cluster's
+//! [`State`] as `KEY=value` lines (values shell-quoted when needed) and
+//! parsing it back for [`crate::Cluster::attach`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cluster::State;
+use crate::{Engine, Role, Server, mysql, pg};
+
+/// Quote a value for POSIX sh: bare if harmless, else single-quoted.
+pub(crate) fn quote(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:,@+%=".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        value.to_string()
+    } else if value.chars().all(|c| plain(c) || c == ' ') {
+        format!("\"{value}\"")
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+/// Undo [`quote`] (and the common sh quoting forms): `'..'`, `".."`, `\x`.
+fn unquote(raw: &str) -> Result<String> {
+    let mut out = String::new();
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => loop {
+                match chars.next() {
+                    Some('\'') => break,
+                    Some(c) => out.push(c),
+                    None => bail!("unterminated ' in {raw:?}"),
+                }
+            },
+            '"' => loop {
+                match chars.next() {
+                    Some('"') => break,
+                    Some('\\') => out.extend(chars.next()),
+                    Some(c) => out.push(c),
+                    None => bail!("unterminated \" in {raw:?}"),
+                }
+            },
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// Parse `KEY=value` lines (comments and blank lines ignored).
+pub(crate) fn parse_lines(text: &str) -> Result<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, raw)) = line.split_once('=') else {
+            bail!("line {}: expected KEY=value, got {line:?}", n + 1);
+        };
+        map.insert(
+            key.to_string(),
+            unquote(raw).with_context(|| format!("line {}", n + 1))?,
+        );
+    }
+    Ok(map)
+}
+
+fn engine_prefix(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Postgres => "PG",
+        Engine::Mysql => "MYSQL",
+    }
+}
+
+/// Render the whole file.
+pub(crate) fn render(st: &State) -> String {
+    let mut out = String::from("# Written by gatehouse-testkit; source it from a shell.\n");
+    let mut put = |k: &str, v: &str| out.push_str(&format!("{k}={}\n", quote(v)));
+    put("GH_DIR", &st.dir.to_string_lossy());
+    for engine in [Engine::Postgres, Engine::Mysql] {
+        let p = engine_prefix(engine);
+        let (user, password, max_conn, primary) = match engine {
+            Engine::Postgres => (pg::USER, &st.pg_password, st.pg_max_connections, &st.pg_primary),
+            Engine::Mysql => (
+                mysql::USER,
+                &st.mysql_password,
+                st.mysql_max_connections,
+                &st.mysql_primary,
+            ),
+        };
+        let servers: Vec<&Server> = st.servers.iter().filter(|s| s.engine == engine).collect();
+        put(&format!("GH_{p}_USER"), user);
+        put(&format!("GH_{p}_PASSWORD"), password);
+        put(&format!("GH_{p}_MAX_CONNECTIONS"), &max_conn.to_string());
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        put(&format!("GH_{p}_SERVERS"), &names.join(" "));
+        if let Some(s) = primary.as_ref().and_then(|n| servers.iter().find(|s| &s.name == n)) {
+            put(&format!("GH_{p}_PRIMARY"), &s.name);
+            put(&format!("GH_{p}_PRIMARY_HOST"), &s.host);
+            put(&format!("GH_{p}_PRIMARY_PORT"), &s.port.to_string());
+        }
+        for s in servers {
+            let k = format!("GH_{}", s.name.to_uppercase());
+            put(&format!("{k}_HOST"), &s.host);
+            put(&format!("{k}_PORT"), &s.port.to_string());
+            put(&format!("{k}_ROLE"), s.role.as_str());
+            put(&format!("{k}_DIR"), &s.dir.to_string_lossy());
+        }
+    }
+    out
+}
+
+/// Parse a file produced by [`render`].
+pub(crate) fn parse(text: &str) -> Result<State> {
+    let map = parse_lines(text)?;
+    let get = |k: &str| map.get(k).with_context(|| format!("cluster.env lacks {k}"));
+    let mut st = State {
+        dir: PathBuf::from(get("GH_DIR")?),
+        servers: Vec::new(),
+        pg_password: get("GH_PG_PASSWORD")?.clone(),
+        mysql_password: get("GH_MYSQL_PASSWORD")?.clone(),
+        pg_max_connections: get("GH_PG_MAX_CONNECTIONS")?.parse()?,
+        mysql_max_connections: get("GH_MYSQL_MAX_CONNECTIONS")?.parse()?,
+        pg_primary: map.get("GH_PG_PRIMARY").cloned(),
+        mysql_primary: map.get("GH_MYSQL_PRIMARY").cloned(),
+    };
+    for engine in [Engine::Postgres, Engine::Mysql] {
+        let p = engine_prefix(engine);
+        for name in get(&format!("GH_{p}_SERVERS"))?.split_whitespace() {
+            let k = format!("GH_{}", name.to_uppercase());
+            let role = match get(&format!("{k}_ROLE"))?.as_str() {
+                "primary" => Role::Primary,
+                "replica" => Role::Replica,
+                other => bail!("{k}_ROLE: unknown role {other:?}"),
+            };
+            st.servers.push(Server {
+                name: name.to_string(),
+                engine,
+                host: get(&format!("{k}_HOST"))?.clone(),
+                port: get(&format!("{k}_PORT"))?
+                    .parse()
+                    .with_context(|| format!("{k}_PORT"))?,
+                role,
+                dir: PathBuf::from(get(&format!("{k}_DIR"))?),
+            });
+        }
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_round_trips() {
+        for v in ["plain", "a b c", "it's", "$HOME `x` \"q\"", "", "/tmp/dir with space"] {
+            let line = format!("K={}", quote(v));
+            assert_eq!(parse_lines(&line).unwrap()["K"], v, "{line}");
+        }
+        assert_eq!(quote("pg0 pg1"), "\"pg0 pg1\"");
+    }
+
+    #[test]
+    fn render_parse_round_trip() {
+        let st = State {
+            dir: "/tmp/x y".into(),
+            servers: vec![
+                Server {
+                    name: "pg0".into(),
+                    engine: Engine::Postgres,
+                    host: "127.0.0.1".into(),
+                    port: 20001,
+                    role: Role::Primary,
+                    dir: "/tmp/x y/pg0".into(),
+                },
+                Server {
+                    name: "my1".into(),
+                    engine: Engine::Mysql,
+                    host: "127.0.0.1".into(),
+                    port: 20002,
+                    role: Role::Replica,
+                    dir: "/tmp/x y/my1".into(),
+                },
+            ],
+            pg_password: "pw1".into(),
+            mysql_password: "pw2".into(),
+            pg_max_connections: 50,
+            mysql_max_connections: 60,
+            pg_primary: Some("pg0".into()),
+            mysql_primary: None,
+        };
+        let text = render(&st);
+        assert!(text.contains("GH_PG_PRIMARY_PORT=20001\n"), "{text}");
+        assert!(text.contains("GH_MY1_ROLE=replica\n"), "{text}");
+        assert_eq!(parse(&text).unwrap(), st);
+    }
+}
