@@ -15,9 +15,11 @@ use crate::config::{ClusterSettings, Secret};
 use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
 
-/// What a pool serves.
+/// What a pool serves. The cluster is part of the key because two clusters
+/// may list the same server with different pool settings.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PoolKey {
+    pub cluster: String,
     pub backend: String,
     pub user: String,
     pub database: String,

@@ -31,16 +31,30 @@ async fn connect_err(ctx: &Ctx, endpoint: &str, user: &str, pw: &str, db: &str) 
 }
 
 fn scram_and_md5_clients(ctx: &Ctx) -> Result<()> {
-    let who = psql_ok(ctx, "rw", "alice", "alice-pw", "sslmode=disable", "SELECT current_database()")?;
+    let who = psql_ok(
+        ctx,
+        "rw",
+        "alice",
+        "alice-pw",
+        "sslmode=disable",
+        "SELECT current_database()",
+    )?;
     ensure!(who == "app1", "{who}");
     let a = ctx.addr("rw");
     let out = std::process::Command::new("psql")
-        .arg(format!("host={} port={} user=bob dbname=app2 sslmode=disable", a.ip(), a.port()))
+        .arg(format!(
+            "host={} port={} user=bob dbname=app2 sslmode=disable",
+            a.ip(),
+            a.port()
+        ))
         .args(["-X", "-A", "-t", "-c", "SELECT current_user"])
         .env("PGPASSWORD", "bob-pw")
         .output()?;
     ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    ensure!(String::from_utf8(out.stdout)?.trim() == "app_owner", "md5 tenant not mapped to its backend user");
+    ensure!(
+        String::from_utf8(out.stdout)?.trim() == "app_owner",
+        "md5 tenant not mapped to its backend user"
+    );
     ctx.rt.block_on(async {
         let c = ctx.client("rw", "bob", "bob-pw", "app2").await?;
         let n: i32 = c.query_one("SELECT 7", &[]).await?.get(0);
@@ -69,7 +83,10 @@ fn refusals(ctx: &Ctx) -> Result<()> {
         // Unknown users get the same answer as a wrong password.
         let e = connect_err(ctx, "rw", "mallory", "whatever", "app1").await?;
         ensure!(e.code() == Some(&SqlState::INVALID_PASSWORD), "{e:?}");
-        ensure!(crate::db_message(&e).contains("password authentication failed for user \"mallory\""), "{e:?}");
+        ensure!(
+            crate::db_message(&e).contains("password authentication failed for user \"mallory\""),
+            "{e:?}"
+        );
         // Another tenant's database is refused as if it did not exist.
         let e = connect_err(ctx, "rw", "alice", "alice-pw", "app2").await?;
         ensure!(e.code() == Some(&SqlState::INVALID_CATALOG_NAME), "{e:?}");
@@ -77,7 +94,10 @@ fn refusals(ctx: &Ctx) -> Result<()> {
         ensure!(e.code() == Some(&SqlState::INVALID_CATALOG_NAME), "{e:?}");
         // Plain text on a TLS-only endpoint.
         let e = connect_err(ctx, "tls_only", "alice", "alice-pw", "app1").await?;
-        ensure!(e.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION), "{e:?}");
+        ensure!(
+            e.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION),
+            "{e:?}"
+        );
         // No user name at all.
         let mut raw = Raw::connect(ctx.addr("rw")).await?;
         raw.send(&startup::startup_message([("database", "app1")])).await?;
@@ -89,20 +109,38 @@ fn refusals(ctx: &Ctx) -> Result<()> {
 
 fn tls(ctx: &Ctx) -> Result<()> {
     let ca = ctx.ca.display().to_string();
-    let out = psql_ok(ctx, "tls_only", "alice", "alice-pw", "sslmode=require", "SELECT 'tls ok'")?;
+    let out = psql_ok(
+        ctx,
+        "tls_only",
+        "alice",
+        "alice-pw",
+        "sslmode=require",
+        "SELECT 'tls ok'",
+    )?;
     ensure!(out == "tls ok", "{out}");
     let a = ctx.addr("tls_only");
     let verify = format!("sslmode=verify-full sslrootcert={ca}");
     // verify-full checks the name: the test certificate is for "localhost".
     let out = std::process::Command::new("psql")
-        .arg(format!("host=localhost hostaddr={} port={} user=alice dbname=app1 {verify}", a.ip(), a.port()))
+        .arg(format!(
+            "host=localhost hostaddr={} port={} user=alice dbname=app1 {verify}",
+            a.ip(),
+            a.port()
+        ))
         .args(["-X", "-A", "-t", "-c", "SELECT 'verified'"])
         .env("PGPASSWORD", "alice-pw")
         .output()?;
-    ensure!(out.status.success(), "verify-full failed: {}", String::from_utf8_lossy(&out.stderr));
+    ensure!(
+        out.status.success(),
+        "verify-full failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     ensure!(String::from_utf8(out.stdout)?.trim() == "verified");
     let err = psql_err(ctx, "tls_only", "alice", "alice-pw", &verify, "SELECT 1")?;
-    ensure!(err.contains("does not match host name") || err.contains("certificate"), "{err}");
+    ensure!(
+        err.contains("does not match host name") || err.contains("certificate"),
+        "{err}"
+    );
     let err = psql_err(ctx, "tls_only", "alice", "alice-pw", "sslmode=disable", "SELECT 1")?;
     ensure!(err.contains("requires TLS"), "{err}");
     // TLS offered but optional on "rw".
@@ -118,7 +156,8 @@ fn gssenc(ctx: &Ctx) -> Result<()> {
         req.extend_from_slice(&GSSENC_REQUEST_CODE.to_be_bytes());
         raw.send(&req).await?;
         ensure!(raw.read_byte().await? == b'N');
-        raw.login(&[("user", "alice"), ("database", "app1")], "alice-pw").await?;
+        raw.login(&[("user", "alice"), ("database", "app1")], "alice-pw")
+            .await?;
         let rows = raw.query("SELECT 'after gss'").await?;
         ensure!(rows == ["after gss"]);
         Ok(())
@@ -141,15 +180,26 @@ fn startup_parameters(ctx: &Ctx) -> Result<()> {
             )
             .await?;
         let param = |n: &str| g.params.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
-        ensure!(param("application_name").as_deref() == Some("gh-test-app"), "{:?}", g.params);
+        ensure!(
+            param("application_name").as_deref() == Some("gh-test-app"),
+            "{:?}",
+            g.params
+        );
         ensure!(param("TimeZone").as_deref() == Some("Asia/Tokyo"), "{:?}", g.params);
-        ensure!(param("server_version").is_some_and(|v| v.starts_with("15")), "{:?}", g.params);
+        ensure!(
+            param("server_version").is_some_and(|v| v.starts_with("15")),
+            "{:?}",
+            g.params
+        );
         ensure!(raw.query("SHOW statement_timeout").await? == ["4321ms"]);
         ensure!(raw.query("SHOW search_path").await? == ["pg_catalog"]);
         // The key the client got is the proxy's, not the backend's.
         let (pid, _) = g.key.context("no BackendKeyData")?;
         let backend_pid: i64 = raw.query("SELECT pg_backend_pid()").await?[0].parse()?;
-        ensure!(i64::from(pid) != backend_pid, "the backend's cancel key leaked to the client");
+        ensure!(
+            i64::from(pid) != backend_pid,
+            "the backend's cancel key leaked to the client"
+        );
         // ParameterStatus stays truthful after SET.
         let mut out = BytesMut::new();
         gatehouse_proto_pg::messages::put_query(&mut out, "SET application_name = 'renamed'");
@@ -157,7 +207,8 @@ fn startup_parameters(ctx: &Ctx) -> Result<()> {
         let mut seen = false;
         while let Some(m) = raw.read(Duration::from_secs(5)).await? {
             if m[0] == b'S' {
-                seen |= gatehouse_proto_pg::messages::parse_parameter_status(&m)? == ("application_name".into(), "renamed".into());
+                seen |= gatehouse_proto_pg::messages::parse_parameter_status(&m)?
+                    == ("application_name".into(), "renamed".into());
             }
             if m[0] == b'Z' {
                 break;

@@ -24,7 +24,8 @@ const T: Duration = Duration::from_secs(5);
 
 async fn logged_in(ctx: &Ctx) -> Result<Raw> {
     let mut raw = Raw::connect(ctx.addr("rw")).await?;
-    raw.login(&[("user", "alice"), ("database", "app1")], "alice-pw").await?;
+    raw.login(&[("user", "alice"), ("database", "app1")], "alice-pw")
+        .await?;
     Ok(raw)
 }
 
@@ -55,7 +56,8 @@ fn startup_garbage(ctx: &Ctx) -> Result<()> {
         expect_code(&mut raw, "0A000").await?;
         // Garbage in place of the SCRAM initial response.
         let mut raw = Raw::connect(ctx.addr("rw")).await?;
-        raw.send(&startup::startup_message([("user", "alice"), ("database", "app1")])).await?;
+        raw.send(&startup::startup_message([("user", "alice"), ("database", "app1")]))
+            .await?;
         let m = raw.read(T).await?;
         ensure!(m.is_some_and(|m| m[0] == b'R'));
         let mut out = BytesMut::new();
@@ -64,7 +66,8 @@ fn startup_garbage(ctx: &Ctx) -> Result<()> {
         expect_code(&mut raw, "08P01").await?;
         // An oversized password message.
         let mut raw = Raw::connect(ctx.addr("rw")).await?;
-        raw.send(&startup::startup_message([("user", "alice"), ("database", "app1")])).await?;
+        raw.send(&startup::startup_message([("user", "alice"), ("database", "app1")]))
+            .await?;
         raw.read(T).await?;
         let mut out = BytesMut::new();
         out.put_u8(b'p');
@@ -115,8 +118,14 @@ fn half_sent(ctx: &Ctx) -> Result<()> {
         let full = startup::startup_message([("user", "alice"), ("database", "app1")]);
         raw.send(&full[..10]).await?;
         let started = Instant::now();
-        ensure!(raw.closed_within(Duration::from_secs(6)).await, "half startup not timed out");
-        ensure!(started.elapsed() >= Duration::from_millis(1500), "closed before the login timeout");
+        ensure!(
+            raw.closed_within(Duration::from_secs(6)).await,
+            "half startup not timed out"
+        );
+        ensure!(
+            started.elapsed() >= Duration::from_millis(1500),
+            "closed before the login timeout"
+        );
         // Half a query after login: the message timeout (2 s) ends it.
         let mut raw = logged_in(ctx).await?;
         let mut out = BytesMut::new();
@@ -157,7 +166,9 @@ fn storm(ctx: &Ctx) -> Result<()> {
         // The login timeout (2 s) has closed every silent connection.
         let deadline = Instant::now() + Duration::from_secs(10);
         for raw in &mut idle {
-            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(10));
             ensure!(raw.closed_within(left).await, "a silent connection was left open");
         }
         let c = ctx.client("rw", "alice", "alice-pw", "app1").await?;

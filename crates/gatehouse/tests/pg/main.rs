@@ -34,17 +34,31 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn addr(&self, endpoint: &str) -> SocketAddr {
-        self.endpoints.iter().find(|(n, _)| n == endpoint).map(|(_, a)| *a).unwrap_or_else(|| panic!("{endpoint}"))
+        self.endpoints
+            .iter()
+            .find(|(n, _)| n == endpoint)
+            .map(|(_, a)| *a)
+            .unwrap_or_else(|| panic!("{endpoint}"))
     }
 
     /// A libpq-style connection string to `endpoint`.
     pub fn conninfo(&self, endpoint: &str, user: &str, password: &str, dbname: &str) -> String {
         let a = self.addr(endpoint);
-        format!("host={} port={} user={user} password={password} dbname={dbname} sslmode=disable", a.ip(), a.port())
+        format!(
+            "host={} port={} user={user} password={password} dbname={dbname} sslmode=disable",
+            a.ip(),
+            a.port()
+        )
     }
 
     /// Connects with tokio-postgres (no TLS) and drives the connection.
-    pub async fn client(&self, endpoint: &str, user: &str, password: &str, dbname: &str) -> Result<tokio_postgres::Client> {
+    pub async fn client(
+        &self,
+        endpoint: &str,
+        user: &str,
+        password: &str,
+        dbname: &str,
+    ) -> Result<tokio_postgres::Client> {
         Ok(self.try_client(endpoint, user, password, dbname).await?)
     }
 
@@ -56,7 +70,8 @@ impl Ctx {
         password: &str,
         dbname: &str,
     ) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
-        let (client, conn) = tokio_postgres::connect(&self.conninfo(endpoint, user, password, dbname), tokio_postgres::NoTls).await?;
+        let (client, conn) =
+            tokio_postgres::connect(&self.conninfo(endpoint, user, password, dbname), tokio_postgres::NoTls).await?;
         tokio::spawn(conn);
         Ok(client)
     }
@@ -74,7 +89,9 @@ fn tls_files(dir: &Path) -> Result<PathBuf> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(DnType::CommonName, "Gatehouse Test CA");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "Gatehouse Test CA");
     let ca_key = KeyPair::generate()?;
     let ca = ca_params.self_signed(&ca_key)?;
     let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
@@ -186,7 +203,10 @@ password = "not-checked"
         let auth = if *md5 {
             format!("md5_hash = \"{}\"", md5_stored(name, pw))
         } else {
-            format!("scram_verifier = \"{}\"", ScramVerifier::from_password(pw, &random_salt(), 4096))
+            format!(
+                "scram_verifier = \"{}\"",
+                ScramVerifier::from_password(pw, &random_salt(), 4096)
+            )
         };
         text.push_str(&format!(
             "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"{secret}\"\n{auth}\n"
@@ -198,7 +218,11 @@ password = "not-checked"
 fn prepare_cluster(cluster: &Cluster) -> Result<()> {
     let p = cluster.pg_primary().context("no primary")?.name.clone();
     cluster.pg_sql(&p, "postgres", "CREATE ROLE app_owner LOGIN PASSWORD 'owner-pw'")?;
-    cluster.pg_sql(&p, "postgres", "SET password_encryption = 'md5'; CREATE ROLE md5_owner LOGIN PASSWORD 'md5-pw'")?;
+    cluster.pg_sql(
+        &p,
+        "postgres",
+        "SET password_encryption = 'md5'; CREATE ROLE md5_owner LOGIN PASSWORD 'md5-pw'",
+    )?;
     cluster.pg_sql(&p, "postgres", "CREATE ROLE trust_owner LOGIN")?;
     for db in ["app1", "app2"] {
         cluster.pg_sql(&p, "postgres", &format!("CREATE DATABASE {db} OWNER app_owner"))?;
@@ -210,17 +234,28 @@ fn prepare_cluster(cluster: &Cluster) -> Result<()> {
 }
 
 fn setup() -> Result<Arc<Ctx>> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "off".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
     let dir = std::env::temp_dir().join(format!("gatehouse-pg-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    let opts = Options { pg_replicas: 1, ..Options::default() };
+    let opts = Options {
+        pg_replicas: 1,
+        ..Options::default()
+    };
     let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
     prepare_cluster(&cluster)?;
     let ca = tls_files(&dir)?;
     let text = config_text(&cluster, &dir)?;
     std::fs::write(dir.join("gatehouse.toml"), &text)?;
     let settings = gatehouse::config::parse(&text, &dir).map_err(|p| anyhow::anyhow!("{p}"))?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
@@ -234,7 +269,15 @@ fn setup() -> Result<Arc<Ctx>> {
         }));
         anyhow::Ok((endpoints, core))
     })?;
-    Ok(Arc::new(Ctx { rt, cluster, dir, ca, endpoints, core, shutdown: std::sync::Mutex::new(Some(tx)) }))
+    Ok(Arc::new(Ctx {
+        rt,
+        cluster,
+        dir,
+        ca,
+        endpoints,
+        core,
+        shutdown: std::sync::Mutex::new(Some(tx)),
+    }))
 }
 
 type Case = fn(&Ctx) -> Result<()>;
@@ -246,7 +289,9 @@ fn main() -> std::process::ExitCode {
     cases.extend(auth::cases());
     cases.extend(session::cases());
     cases.extend(bad_input::cases());
-    let ctx = if args.list { None } else {
+    let ctx = if args.list {
+        None
+    } else {
         match setup() {
             Ok(c) => Some(c),
             Err(e) => {
@@ -277,5 +322,7 @@ fn main() -> std::process::ExitCode {
 
 /// The server's message in a driver error (its Display says only "db error").
 pub fn db_message(e: &tokio_postgres::Error) -> String {
-    e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| e.to_string())
+    e.as_db_error()
+        .map(|d| d.message().to_string())
+        .unwrap_or_else(|| e.to_string())
 }

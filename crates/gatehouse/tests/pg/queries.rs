@@ -17,7 +17,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("queries::copy_in_and_out", copy_in_and_out),
         ("queries::notices_and_notifications", notices_and_notifications),
         ("queries::large_results_stream_through", large_results),
-        ("queries::cancel_reaches_only_that_query", cancel_reaches_only_that_query),
+        (
+            "queries::cancel_reaches_only_that_query",
+            cancel_reaches_only_that_query,
+        ),
         ("queries::psql_runs_a_script", psql_runs_a_script),
         ("queries::pgbench_select_only", pgbench_select_only),
         ("queries::read_only_endpoint_reaches_the_replica", read_only_endpoint),
@@ -34,18 +37,31 @@ fn simple_and_extended(ctx: &Ctx) -> Result<()> {
         });
         let row = row.context("no row")?;
         ensure!(row.get(0) == Some("1") && row.get(1) == Some("two"));
-        c.batch_execute("DROP TABLE IF EXISTS t_ext; CREATE TABLE t_ext (id int primary key, v text)").await?;
+        c.batch_execute("DROP TABLE IF EXISTS t_ext; CREATE TABLE t_ext (id int primary key, v text)")
+            .await?;
         let stmt = c.prepare("INSERT INTO t_ext VALUES ($1, $2)").await?;
         for i in 0..50i32 {
             c.execute(&stmt, &[&i, &format!("v{i}")]).await?;
         }
-        let rows = c.query("SELECT id, v FROM t_ext WHERE id >= $1 ORDER BY id", &[&45i32]).await?;
+        let rows = c
+            .query("SELECT id, v FROM t_ext WHERE id >= $1 ORDER BY id", &[&45i32])
+            .await?;
         let got: Vec<(i32, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        ensure!(got == (45..50).map(|i| (i, format!("v{i}"))).collect::<Vec<_>>(), "{got:?}");
+        ensure!(
+            got == (45..50).map(|i| (i, format!("v{i}"))).collect::<Vec<_>>(),
+            "{got:?}"
+        );
         // A failing statement in a transaction, then recovery.
         c.batch_execute("BEGIN").await?;
-        let err = c.execute("INSERT INTO t_ext VALUES (1, 'dup')", &[]).await.err().context("duplicate accepted")?;
-        ensure!(err.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION), "{err}");
+        let err = c
+            .execute("INSERT INTO t_ext VALUES (1, 'dup')", &[])
+            .await
+            .err()
+            .context("duplicate accepted")?;
+        ensure!(
+            err.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
+            "{err}"
+        );
         c.batch_execute("ROLLBACK").await?;
         let n: i64 = c.query_one("SELECT count(*) FROM t_ext", &[]).await?.get(0);
         ensure!(n == 50);
@@ -57,7 +73,8 @@ fn simple_and_extended(ctx: &Ctx) -> Result<()> {
 fn copy_in_and_out(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let c = ctx.client("rw", "alice", "alice-pw", "app1").await?;
-        c.batch_execute("DROP TABLE IF EXISTS t_copy; CREATE TABLE t_copy (id int, v text)").await?;
+        c.batch_execute("DROP TABLE IF EXISTS t_copy; CREATE TABLE t_copy (id int, v text)")
+            .await?;
         let sink = c.copy_in("COPY t_copy FROM STDIN").await?;
         futures_util::pin_mut!(sink);
         let mut data = String::new();
@@ -73,7 +90,12 @@ fn copy_in_and_out(ctx: &Ctx) -> Result<()> {
         while let Some(chunk) = stream.next().await {
             out.extend_from_slice(&chunk?);
         }
-        ensure!(out == data.as_bytes(), "COPY OUT returned {} bytes, expected {}", out.len(), data.len());
+        ensure!(
+            out == data.as_bytes(),
+            "COPY OUT returned {} bytes, expected {}",
+            out.len(),
+            data.len()
+        );
         c.batch_execute("DROP TABLE t_copy").await?;
         Ok(())
     })
@@ -81,7 +103,8 @@ fn copy_in_and_out(ctx: &Ctx) -> Result<()> {
 
 fn notices_and_notifications(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let (listener, mut conn) = tokio_postgres::connect(&ctx.conninfo("rw", "alice", "alice-pw", "app1"), tokio_postgres::NoTls).await?;
+        let (listener, mut conn) =
+            tokio_postgres::connect(&ctx.conninfo("rw", "alice", "alice-pw", "app1"), tokio_postgres::NoTls).await?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(async move {
             let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
@@ -89,7 +112,9 @@ fn notices_and_notifications(ctx: &Ctx) -> Result<()> {
                 let _ = tx.send(m);
             }
         });
-        listener.batch_execute("DO $$ BEGIN RAISE NOTICE 'hello from %', 'plpgsql'; END $$").await?;
+        listener
+            .batch_execute("DO $$ BEGIN RAISE NOTICE 'hello from %', 'plpgsql'; END $$")
+            .await?;
         listener.batch_execute("LISTEN gatehouse_chan").await?;
         let other = ctx.client("rw", "alice", "alice-pw", "app1").await?;
         other.batch_execute("NOTIFY gatehouse_chan, 'payload-1'").await?;
@@ -123,7 +148,9 @@ fn large_results(ctx: &Ctx) -> Result<()> {
         let row = c.query_one("SELECT repeat('x', 64 * 1024 * 1024)", &[]).await?;
         let v: &str = row.get(0);
         ensure!(v.len() == 64 * 1024 * 1024 && v.bytes().all(|b| b == b'x'));
-        let rows = c.query("SELECT g, md5(g::text) FROM generate_series(1, 200000) g", &[]).await?;
+        let rows = c
+            .query("SELECT g, md5(g::text) FROM generate_series(1, 200000) g", &[])
+            .await?;
         ensure!(rows.len() == 200_000);
         let last: i32 = rows[199_999].get(0);
         ensure!(last == 200_000);
@@ -142,8 +169,15 @@ fn cancel_reaches_only_that_query(ctx: &Ctx) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(300)).await;
         token.cancel_query(tokio_postgres::NoTls).await?;
         let err = slow.await?.err().context("the cancelled query succeeded")?;
-        ensure!(err.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED), "{err}");
-        ensure!(started.elapsed() < Duration::from_secs(10), "cancel took {:?}", started.elapsed());
+        ensure!(
+            err.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+            "{err}"
+        );
+        ensure!(
+            started.elapsed() < Duration::from_secs(10),
+            "cancel took {:?}",
+            started.elapsed()
+        );
         let row = steady.await??;
         ensure!(row.get::<_, i32>(1) == 42, "the other session's query was disturbed");
         // A cancel with a wrong key reaches nothing.
@@ -159,7 +193,11 @@ fn cancel_reaches_only_that_query(ctx: &Ctx) -> Result<()> {
 fn psql(ctx: &Ctx, endpoint: &str, user: &str, password: &str, extra: &str, sql: &str) -> std::process::Output {
     let a = ctx.addr(endpoint);
     Command::new("psql")
-        .arg(format!("host={} port={} user={user} dbname=app1 {extra}", a.ip(), a.port()))
+        .arg(format!(
+            "host={} port={} user={user} dbname=app1 {extra}",
+            a.ip(),
+            a.port()
+        ))
         .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
         .env("PGPASSWORD", password)
         .env("PGCONNECT_TIMEOUT", "10")
@@ -203,16 +241,26 @@ fn pgbench_select_only(ctx: &Ctx) -> Result<()> {
             .arg("app2")
             .env("PGPASSWORD", "bob-pw")
             .output()?;
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         ensure!(out.status.success(), "pgbench {args:?} failed: {text}");
         Ok(text)
     };
     run(&["-i", "-s", "1", "-q"])?;
     let text = run(&["-S", "-c", "8", "-j", "2", "-t", "300"])?;
-    ensure!(text.contains("number of transactions actually processed: 2400/2400"), "{text}");
+    ensure!(
+        text.contains("number of transactions actually processed: 2400/2400"),
+        "{text}"
+    );
     ensure!(text.contains("number of failed transactions: 0"), "{text}");
     let text = run(&["-S", "-C", "-c", "4", "-t", "50"])?;
-    ensure!(text.contains("number of transactions actually processed: 200/200"), "{text}");
+    ensure!(
+        text.contains("number of transactions actually processed: 200/200"),
+        "{text}"
+    );
     Ok(())
 }
 
@@ -223,7 +271,9 @@ fn read_only_endpoint(ctx: &Ctx) -> Result<()> {
         loop {
             match ctx.client("ro", "alice", "alice-pw", "app1").await {
                 Ok(c) => {
-                    let row = c.query_one("SELECT pg_is_in_recovery(), inet_server_port()", &[]).await?;
+                    let row = c
+                        .query_one("SELECT pg_is_in_recovery(), inet_server_port()", &[])
+                        .await?;
                     ensure!(row.get::<_, bool>(0), "read-only endpoint reached the writer");
                     ensure!(row.get::<_, i32>(1) == i32::from(replica_port));
                     break;

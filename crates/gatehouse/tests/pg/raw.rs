@@ -27,7 +27,10 @@ pub struct Greeting {
 
 impl Raw {
     pub async fn connect(addr: std::net::SocketAddr) -> Result<Raw> {
-        Ok(Raw { stream: TcpStream::connect(addr).await?, buf: BytesMut::new() })
+        Ok(Raw {
+            stream: TcpStream::connect(addr).await?,
+            buf: BytesMut::new(),
+        })
     }
 
     pub async fn send(&mut self, bytes: &[u8]) -> Result<()> {
@@ -129,7 +132,10 @@ impl Raw {
         let mut rows = Vec::new();
         let mut error = None;
         loop {
-            let m = self.read(Duration::from_secs(30)).await?.context("closed during query")?;
+            let m = self
+                .read(Duration::from_secs(30))
+                .await?
+                .context("closed during query")?;
             match m[0] {
                 b'D' => {
                     let cols = messages::parse_data_row(&m)?;

@@ -209,6 +209,7 @@ async fn run_session(
     let cluster = &endpoint.cluster;
     let backend = core.topology.route(&cluster.name, endpoint.role)?;
     let key = PoolKey {
+        cluster: cluster.name.clone(),
         backend,
         user: tenant.secret.user.clone(),
         database: database.to_owned(),
