@@ -1,0 +1,138 @@
+# Shared pieces of the benchmark scripts and ./demo: a real cluster from the
+# test kit, a Gatehouse and a PgBouncer in front of it, and pgbench runs
+# whose throughput and proxy CPU are measured. Source after scripts/lib.sh.
+
+BENCH_DB=bench
+BENCH_OWNER=bench_owner
+BENCH_OWNER_PW=bench-owner-pw
+BENCH_TENANT=bench
+BENCH_TENANT_PW=bench-tenant-pw
+
+# Builds the release binaries once.
+build_release() {
+  log "cargo build --release"
+  cargo build --release --quiet -p gatehouse -p gatehouse-testkit -p gatehouse-loadgen
+  GATEHOUSE="$CARGO_TARGET_DIR/release/gatehouse"
+  TESTKIT="$CARGO_TARGET_DIR/release/gatehouse-testkit"
+  LOADGEN="$CARGO_TARGET_DIR/release/gatehouse-loadgen"
+}
+
+# cluster_up DIR [PG_REPLICAS] [MAX_CONNECTIONS]: starts PostgreSQL, creates
+# the benchmark owner and database, and loads pgbench's tables (scale 10).
+cluster_up() {
+  local dir=$1 replicas=${2:-0} maxconn=${3:-300}
+  "$TESTKIT" down --dir "$dir" >/dev/null 2>&1 || true
+  "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" >/dev/null
+  # shellcheck disable=SC1091
+  source "$dir/cluster.env"
+  export PGPASSWORD="$GH_PG_PASSWORD"
+  local su=(psql -X -q -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$GH_PG_USER" -d postgres -v ON_ERROR_STOP=1)
+  "${su[@]}" -c "CREATE ROLE $BENCH_OWNER LOGIN PASSWORD '$BENCH_OWNER_PW'"
+  "${su[@]}" -c "CREATE DATABASE $BENCH_DB OWNER $BENCH_OWNER"
+  PGPASSWORD=$BENCH_OWNER_PW pgbench -i -q -s 10 -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$BENCH_OWNER" "$BENCH_DB" >/dev/null 2>&1
+  unset PGPASSWORD
+}
+
+# start_gatehouse DIR POOL_SIZE MODE: writes a config and starts the proxy.
+# Sets GH_PROXY_PID and GH_PROXY_PORT.
+start_gatehouse() {
+  local dir=$1 pool=$2 mode=$3
+  GH_PROXY_PORT=$(free_port)
+  local verifier
+  verifier=$(printf '%s' "$BENCH_TENANT_PW" | "$GATEHOUSE" hash-password)
+  cat >"$dir/gatehouse.toml" <<TOML
+[proxy]
+log_filter = "warn"
+
+[[clusters]]
+name = "bench"
+engine = "postgres"
+backends = ["127.0.0.1:$GH_PG_PRIMARY_PORT"]
+monitor_secret = "monitor"
+pool = { size = $pool, borrow_timeout = "30s" }
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:$GH_PROXY_PORT"
+cluster = "bench"
+role = "read_write"
+pool_mode = "$mode"
+max_client_connections = 20000
+
+[[tenants]]
+name = "$BENCH_TENANT"
+databases = ["$BENCH_DB"]
+secret = "owner"
+scram_verifier = "$verifier"
+
+[[secrets]]
+name = "owner"
+user = "$BENCH_OWNER"
+password = "$BENCH_OWNER_PW"
+
+[[secrets]]
+name = "monitor"
+user = "$GH_PG_USER"
+password = "$GH_PG_PASSWORD"
+TOML
+  "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
+  "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &
+  GH_PROXY_PID=$!
+  wait_port 127.0.0.1 "$GH_PROXY_PORT"
+}
+
+# start_pgbouncer DIR POOL_SIZE MODE: PgBouncer (Debian package) with the
+# same pool size and mode, SCRAM to clients like Gatehouse. It refuses to run
+# as root, so it runs as the postgres user. Sets PGB_PID and PGB_PORT.
+start_pgbouncer() {
+  local dir=$1 pool=$2 mode=$3
+  PGB_PORT=$(free_port)
+  local pdir="$dir/pgbouncer"
+  mkdir -p "$pdir"
+  printf '"%s" "%s"\n' "$BENCH_OWNER" "$BENCH_OWNER_PW" >"$pdir/userlist.txt"
+  cat >"$pdir/pgbouncer.ini" <<INI
+[databases]
+$BENCH_DB = host=127.0.0.1 port=$GH_PG_PRIMARY_PORT dbname=$BENCH_DB
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = $pdir/userlist.txt
+pool_mode = $mode
+default_pool_size = $pool
+max_client_conn = 20000
+server_reset_query = DISCARD ALL
+logfile = $pdir/pgbouncer.log
+pidfile = $pdir/pgbouncer.pid
+log_connections = 0
+log_disconnections = 0
+INI
+  local run=(pgbouncer "$pdir/pgbouncer.ini")
+  if [ "$(id -u)" -eq 0 ]; then
+    chown -R postgres "$pdir"
+    run=(runuser -u postgres -- "${run[@]}")
+  fi
+  "${run[@]}" >"$pdir/stdout.log" 2>&1 &
+  wait_port 127.0.0.1 "$PGB_PORT"
+  PGB_PID=$(cat "$pdir/pgbouncer.pid")
+}
+
+# pgbench_run PORT USER PASSWORD CLIENTS SECONDS [EXTRA...]: prints
+# "TPS TRANSACTIONS" (select-only, no vacuum).
+pgbench_run() {
+  local port=$1 user=$2 pw=$3 clients=$4 secs=$5
+  shift 5
+  local jobs=$((clients < 2 ? 1 : 2)) out
+  out=$(PGPASSWORD=$pw pgbench -n -S -T "$secs" -c "$clients" -j "$jobs" "$@" \
+    -h 127.0.0.1 -p "$port" -U "$user" "$BENCH_DB" 2>&1) || { echo "pgbench failed: $out" >&2; echo "0 0"; return; }
+  local tps tx
+  tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1)
+  tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+  echo "${tps:-0} ${tx:-0}"
+}
+
+# ratio A B: A/B with two decimals ("-" when B is zero).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+mean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print 0 }'; }
