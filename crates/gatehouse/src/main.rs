@@ -109,7 +109,11 @@ fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.proxy.log_filter));
     tracing_subscriber::fmt().with_env_filter(filter).init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if settings.proxy.worker_threads > 0 {
+        builder.worker_threads(settings.proxy.worker_threads);
+    }
+    let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         gatehouse::run(app, shutdown_signal()).await?;

@@ -44,6 +44,8 @@ pub struct ProxySettings {
     pub max_message_bytes: usize,
     /// Default `tracing` filter, overridden by `RUST_LOG`.
     pub log_filter: String,
+    /// Runtime worker threads; 0 means one per CPU.
+    pub worker_threads: usize,
 }
 
 #[derive(Debug)]

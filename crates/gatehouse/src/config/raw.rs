@@ -33,6 +33,7 @@ pub struct RawProxy {
     pub shutdown_timeout: Option<Duration>,
     pub max_message_bytes: Option<Spanned<u64>>,
     pub log_filter: Option<String>,
+    pub worker_threads: Option<Spanned<usize>>,
 }
 
 #[derive(Debug, Deserialize)]
