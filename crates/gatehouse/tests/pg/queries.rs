@@ -283,7 +283,7 @@ fn read_only_endpoint(ctx: &Ctx) -> Result<()> {
                     let _ = e;
                     tokio::time::sleep(Duration::from_millis(300)).await;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         let c = ctx.client("rw", "alice", "alice-pw", "app1").await?;

@@ -37,7 +37,7 @@ fn reused_connection_is_clean(ctx: &Ctx) -> Result<()> {
                     let _ = e;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         };
         let pid_b: i32 = b.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
