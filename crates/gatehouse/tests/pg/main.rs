@@ -315,7 +315,9 @@ fn main() -> std::process::ExitCode {
         if let Some(tx) = ctx.shutdown.lock().ok().and_then(|mut s| s.take()) {
             let _ = tx.send(());
         }
-        let _ = std::fs::remove_dir_all(ctx.dir.join("gatehouse.toml"));
+        let dir = ctx.dir.clone();
+        drop(ctx); // stops the cluster
+        let _ = std::fs::remove_dir_all(dir);
     }
     conclusion.exit_code()
 }
