@@ -18,6 +18,7 @@ pub struct Core<E: Engine> {
     pub pools: Pools<E>,
     pub topology: Topology,
     pub cancels: Arc<CancelRegistry<E::CancelTarget>>,
+    pub stats: crate::stats::Stats,
     /// Per-process seed for mock authentication of unknown users, so the
     /// same unknown name always sees the same salt.
     pub auth_mock_seed: [u8; 32],
@@ -32,6 +33,7 @@ impl<E: Engine> Core<E> {
             pools: Pools::new(),
             topology,
             cancels: Arc::new(CancelRegistry::default()),
+            stats: crate::stats::Stats::default(),
             engine: Arc::new(engine),
             settings,
             auth_mock_seed: rand::random(),

@@ -10,6 +10,7 @@ pub mod core;
 pub mod engine;
 pub mod error;
 pub mod pool;
+pub mod stats;
 pub mod tls;
 pub mod topology;
 

@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod backend_startup;
+pub mod extended;
 pub mod frame;
 pub mod messages;
 pub mod sqlstate;

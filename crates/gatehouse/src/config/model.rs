@@ -30,6 +30,9 @@ pub enum EndpointRole {
 pub enum PoolMode {
     /// For the whole client session; reset with `DISCARD ALL` when it ends.
     Session,
+    /// From the first message of a transaction to the ReadyForQuery that
+    /// ends it (the default); sessions that create immovable state are pinned.
+    Transaction,
 }
 
 #[derive(Debug, Clone)]
@@ -72,6 +75,9 @@ pub struct EndpointSettings {
     pub role: EndpointRole,
     pub pool_mode: PoolMode,
     pub max_client_connections: u32,
+    /// Parameters whose SET does not pin a session (their value then stays
+    /// on whichever backend connection it was set on).
+    pub pinning_filter: Vec<String>,
     pub require_tls: bool,
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }

@@ -68,6 +68,8 @@ pub struct RawEndpoint {
     pub role: Spanned<String>,
     pub pool_mode: Option<Spanned<String>>,
     pub max_client_connections: Option<u32>,
+    #[serde(default)]
+    pub pinning_filter: Vec<String>,
     pub require_tls: Option<Spanned<bool>>,
     pub tls: Option<Spanned<RawTls>>,
 }

@@ -52,7 +52,7 @@ fn a_good_config_resolves_references_and_defaults() {
     assert_eq!(s.clusters[0].backends.len(), 2);
     assert_eq!(s.clusters[0].pool_size, validate::DEFAULT_POOL_SIZE);
     assert_eq!(s.endpoints[0].cluster.name, "main");
-    assert_eq!(s.endpoints[0].pool_mode, PoolMode::Session);
+    assert_eq!(s.endpoints[0].pool_mode, PoolMode::Transaction);
     let t = &s.tenants["app"];
     assert!(t.may_use("app") && !t.may_use("other"));
     assert_eq!(t.secret.user, "postgres");

@@ -222,12 +222,13 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
             }
         };
         let pool_mode = match e.pool_mode.as_ref().map(|m| m.get_ref().as_str()) {
-            None | Some("session") => Some(PoolMode::Session),
+            None | Some("transaction") => Some(PoolMode::Transaction),
+            Some("session") => Some(PoolMode::Session),
             Some(other) => {
                 if let Some(m) = &e.pool_mode {
                     cx.at(
                         m,
-                        format!("unknown pool_mode \"{other}\" (this version supports \"session\")"),
+                        format!("unknown pool_mode \"{other}\" (expected \"transaction\" or \"session\")"),
                     );
                 }
                 None
@@ -258,6 +259,7 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 role,
                 pool_mode,
                 max_client_connections: e.max_client_connections.unwrap_or(DEFAULT_MAX_CLIENT_CONNECTIONS),
+                pinning_filter: e.pinning_filter.iter().map(|n| n.to_ascii_lowercase()).collect(),
                 require_tls,
                 tls,
             }));

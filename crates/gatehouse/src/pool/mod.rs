@@ -122,6 +122,15 @@ impl<E: Engine> Lease<E> {
         &self.pool
     }
 
+    /// Returns the connection to the pool as it is: for a connection whose
+    /// session state the caller knows to be safe for the next client
+    /// (transaction pooling, at a transaction boundary).
+    pub fn recycle(mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.pool.push_idle(conn);
+        }
+    }
+
     /// Resets the connection and returns it to the pool; a connection whose
     /// reset fails is closed instead.
     pub async fn release(mut self) {

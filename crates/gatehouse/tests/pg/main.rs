@@ -8,6 +8,7 @@ mod bad_input;
 mod queries;
 mod raw;
 mod session;
+mod txn;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -167,12 +168,42 @@ name = "solo"
 listen = "127.0.0.1:0"
 cluster = "solo"
 role = "read_write"
+pool_mode = "session"
+
+[[clusters]]
+name = "txpool"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 2, borrow_timeout = "10s" }}
+
+[[endpoints]]
+name = "tx"
+listen = "127.0.0.1:0"
+cluster = "txpool"
+role = "read_write"
+pool_mode = "transaction"
+pinning_filter = ["geqo"]
+
+[[clusters]]
+name = "txpool10"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 10, borrow_timeout = "10s" }}
+
+[[endpoints]]
+name = "tx10"
+listen = "127.0.0.1:0"
+cluster = "txpool10"
+role = "read_write"
 
 [[endpoints]]
 name = "tiny"
 listen = "127.0.0.1:0"
 cluster = "tiny"
 role = "read_write"
+pool_mode = "session"
 max_client_connections = 2
 
 [[secrets]]
@@ -228,6 +259,28 @@ fn prepare_cluster(cluster: &Cluster) -> Result<()> {
         cluster.pg_sql(&p, "postgres", &format!("CREATE DATABASE {db} OWNER app_owner"))?;
         cluster.pg_sql(&p, db, "GRANT ALL ON SCHEMA public TO PUBLIC")?;
     }
+    let primary = cluster.pg_primary().context("no primary")?;
+    let out = std::process::Command::new("pgbench")
+        .args([
+            "-i",
+            "-q",
+            "-s",
+            "1",
+            "-h",
+            &primary.host,
+            "-p",
+            &primary.port.to_string(),
+            "-U",
+            "app_owner",
+            "app2",
+        ])
+        .env("PGPASSWORD", "owner-pw")
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "pgbench -i: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     cluster.add_pg_hba_rule("host all md5_owner 127.0.0.1/32 md5")?;
     cluster.add_pg_hba_rule("host all trust_owner 127.0.0.1/32 trust")?;
     Ok(())
@@ -259,7 +312,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "tls_only", "ro", "tiny", "solo"]
+        let endpoints = ["rw", "tls_only", "ro", "tiny", "solo", "tx", "tx10"]
             .iter()
             .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
             .collect::<Vec<_>>();
@@ -289,6 +342,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(auth::cases());
     cases.extend(session::cases());
     cases.extend(bad_input::cases());
+    cases.extend(txn::cases());
     let ctx = if args.list {
         None
     } else {

@@ -249,7 +249,6 @@ fn pgbench_select_only(ctx: &Ctx) -> Result<()> {
         ensure!(out.status.success(), "pgbench {args:?} failed: {text}");
         Ok(text)
     };
-    run(&["-i", "-s", "1", "-q"])?;
     let text = run(&["-S", "-c", "8", "-j", "2", "-t", "300"])?;
     ensure!(
         text.contains("number of transactions actually processed: 2400/2400"),

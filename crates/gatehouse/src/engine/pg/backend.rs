@@ -2,6 +2,8 @@
 //! (driving the sans-I/O [`BackendStartup`]), the reset that makes a
 //! connection safe for the next client, role probes, and cancel requests.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -36,6 +38,17 @@ pub struct PgConn {
     pub(crate) addr: String,
     /// Transaction status from the last ReadyForQuery.
     pub(crate) status: u8,
+    /// Tracked session parameters as last read or set; `None` when unknown.
+    pub(crate) tracked: Option<super::tracked::Values>,
+    /// Tracked parameters as the server set them up for this connection:
+    /// what a new client starts from.
+    pub(crate) initial: Arc<super::tracked::Values>,
+    /// Proxy-named statements prepared here, with when each was last used.
+    pub(crate) prepared: HashMap<Arc<str>, u64>,
+    /// Which session's unnamed statement (session id, generation) is here.
+    pub(crate) unnamed_owner: Option<(u64, u64)>,
+    /// Use counter for `prepared`'s LRU.
+    pub(crate) tick: u64,
 }
 
 /// What a cancel needs: the server address and its key for the connection.
@@ -133,7 +146,14 @@ impl PgConn {
 
 /// Opens and authenticates a backend connection.
 pub async fn connect(addr: &str, secret: &Secret, database: &str, timeout: Duration) -> Result<PgConn, ProxyError> {
-    match tokio::time::timeout(timeout, connect_inner(addr, secret, database)).await {
+    let work = async {
+        let mut conn = connect_inner(addr, secret, database).await?;
+        let values = super::tracked::read(&mut conn).await?;
+        conn.initial = Arc::new(values.clone());
+        conn.tracked = Some(values);
+        Ok(conn)
+    };
+    match tokio::time::timeout(timeout, work).await {
         Ok(r) => r,
         Err(_) => Err(io_error(addr, format!("connect timed out after {timeout:?}"))),
     }
@@ -149,6 +169,11 @@ async fn connect_inner(addr: &str, secret: &Secret, database: &str) -> Result<Pg
         key: None,
         addr: addr.to_owned(),
         status: b'I',
+        tracked: None,
+        initial: Arc::default(),
+        prepared: HashMap::new(),
+        unnamed_owner: None,
+        tick: 0,
     };
     let hello = startup::startup_message([("user", secret.user.as_str()), ("database", database)]);
     conn.stream.write_all(&hello).await.map_err(|e| io_error(addr, e))?;
@@ -199,6 +224,9 @@ pub async fn reset(conn: &mut PgConn) -> Result<(), ProxyError> {
         conn.control_query("ROLLBACK").await?;
     }
     conn.control_query("DISCARD ALL").await?;
+    conn.tracked = None;
+    conn.prepared.clear();
+    conn.unnamed_owner = None;
     if conn.status != b'I' || !conn.buf.is_empty() {
         return Err(io_error(&conn.addr, "connection not idle after reset"));
     }

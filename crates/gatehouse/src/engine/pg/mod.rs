@@ -4,9 +4,13 @@
 
 pub mod backend;
 pub mod login;
+pub mod pending;
 pub mod relay;
 pub mod session;
+pub mod statements;
 pub mod stream;
+pub mod tracked;
+pub mod txn;
 
 use std::time::Duration;
 

@@ -13,8 +13,10 @@ use tokio::io::AsyncWriteExt;
 use super::login::{self, Opening};
 use super::relay::{End, Relay};
 use super::stream::ClientStream;
+use super::tracked;
+use super::txn::TxSession;
 use super::{PgEngine, send_fatal};
-use crate::config::{EndpointSettings, Tenant};
+use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine};
 use crate::error::{Condition, ProxyError};
@@ -217,6 +219,13 @@ async fn run_session(
     let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret);
     let mut lease = pool.lease().await?;
 
+    // Whatever a previous client left in tracked parameters goes back to
+    // the server's defaults before this client's startup parameters apply.
+    let initial = lease.conn().initial.clone();
+    if let Err(e) = tracked::apply(lease.conn(), &initial).await {
+        drop(lease);
+        return Err(e);
+    }
     let conn = lease.conn();
     let sets: Vec<String> = wanted
         .iter()
@@ -251,6 +260,23 @@ async fn run_session(
         return Ok(());
     }
 
+    if endpoint.pool_mode == PoolMode::Transaction {
+        let desired = match tracked::read(lease.conn()).await {
+            Ok(v) => v,
+            Err(e) => {
+                drop(lease);
+                return Err(e);
+            }
+        };
+        lease.conn().tracked = Some(desired.clone());
+        cancel.slot.set(None);
+        lease.recycle();
+        let mut tx = TxSession::new(core, endpoint, pool, &cancel, desired);
+        return match tx.run(stream).await {
+            Some(e) => Err(e),
+            None => Ok(()),
+        };
+    }
     let proxy = &core.settings.proxy;
     let mut relay = Relay::new(proxy.max_message_bytes, proxy.client_message_timeout);
     let mut shutdown = core.shutdown.clone();

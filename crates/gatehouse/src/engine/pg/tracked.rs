@@ -1,0 +1,78 @@
+//! Session parameters that move with the client in transaction pooling:
+//! their values are read back from the backend after a transaction that
+//! changed them, and replayed (with `set_config`, which parses list values
+//! such as `search_path` the way the server's own config does) on whichever
+//! backend connection serves the client next, only where they differ.
+
+use super::backend::PgConn;
+use crate::error::ProxyError;
+
+/// The tracked parameters, lower-case as the statement classifier reports
+/// names. Everything else a client SETs pins its session.
+pub const TRACKED: &[&str] = &[
+    "search_path",
+    "application_name",
+    "timezone",
+    "datestyle",
+    "intervalstyle",
+    "client_encoding",
+    "extra_float_digits",
+    "statement_timeout",
+    "lock_timeout",
+    "idle_in_transaction_session_timeout",
+    "standard_conforming_strings",
+    "default_transaction_isolation",
+    "default_transaction_read_only",
+];
+
+pub fn is_tracked(name: &str) -> bool {
+    TRACKED.contains(&name)
+}
+
+/// Values of [`TRACKED`], in that order.
+pub type Values = Vec<String>;
+
+fn literal(v: &str) -> String {
+    format!("'{}'", v.replace('\'', "''"))
+}
+
+/// Reads the tracked parameters' current values from `conn`.
+pub async fn read(conn: &mut PgConn) -> Result<Values, ProxyError> {
+    let columns: Vec<String> = TRACKED
+        .iter()
+        .map(|n| format!("current_setting({})", literal(n)))
+        .collect();
+    let rows = conn.control_query(&format!("SELECT {}", columns.join(", "))).await?;
+    let row = rows.into_iter().next().unwrap_or_default();
+    let values: Values = row
+        .into_iter()
+        .map(|v| v.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default())
+        .collect();
+    if values.len() != TRACKED.len() {
+        return Err(crate::error::ProxyError::new(
+            crate::error::Condition::BackendUnavailable,
+            "could not read session parameters",
+        ));
+    }
+    Ok(values)
+}
+
+/// Makes `conn`'s tracked parameters equal to `wanted`, sending only the
+/// differences; records the result on the connection.
+pub async fn apply(conn: &mut PgConn, wanted: &Values) -> Result<(), ProxyError> {
+    let current = match conn.tracked.take() {
+        Some(v) => v,
+        None => read(conn).await?,
+    };
+    let calls: Vec<String> = TRACKED
+        .iter()
+        .zip(wanted.iter().zip(current.iter()))
+        .filter(|(_, (w, c))| w != c)
+        .map(|(n, (w, _))| format!("set_config({}, {}, false)", literal(n), literal(w)))
+        .collect();
+    if !calls.is_empty() {
+        conn.control_query(&format!("SELECT {}", calls.join(", "))).await?;
+    }
+    conn.tracked = Some(wanted.clone());
+    Ok(())
+}

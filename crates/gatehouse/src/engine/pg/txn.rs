@@ -1,0 +1,624 @@
+//! Transaction pooling: the client holds a backend connection only from the
+//! first message of a transaction to the ReadyForQuery ('I') that ends it.
+//! On each borrow the client's tracked parameters are replayed where they
+//! differ; prepared statements are renamed to proxy-owned names and
+//! prepared on demand; statements that create state which cannot move pin
+//! the session (reason logged once and counted).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use gatehouse_proto_pg::frame::{self, HOLD_WHOLE_LIMIT, Step, next_frame};
+use gatehouse_proto_pg::{extended, messages};
+use gatehouse_sql::{DiscardKind, Effect, PinReason, Scope};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::PgEngine;
+use super::pending::{Disposition, Event, Pending, ResponseQueue};
+use super::relay::End;
+use super::statements::{MAX_PREPARED_PER_CONNECTION, Registry, Statement, proxy_name};
+use super::stream::ClientStream;
+use super::tracked;
+use crate::cancel::CancelKey;
+use crate::config::EndpointSettings;
+use crate::core::Core;
+use crate::error::{Condition, ProxyError};
+use crate::pool::{Lease, Pool};
+
+/// Non-data backend messages are held whole up to this size (a
+/// RowDescription of a very wide table); DataRow and CopyData stream.
+const CONTROL_HOLD_LIMIT: usize = 16 * 1024 * 1024;
+
+pub struct TxSession<'a> {
+    pub core: &'a Core<PgEngine>,
+    pub endpoint: &'a EndpointSettings,
+    pub pool: Arc<Pool<PgEngine>>,
+    pub cancel: &'a CancelKey<super::backend::PgCancelTarget>,
+    pub session_id: u64,
+    pub desired: tracked::Values,
+    lease: Option<Lease<PgEngine>>,
+    cbuf: BytesMut,
+    bbuf: BytesMut,
+    b_remaining: usize,
+    to_backend: BytesMut,
+    to_client: BytesMut,
+    queue: ResponseQueue,
+    registry: Registry,
+    pinned: Option<String>,
+    readback: bool,
+    /// After a synthetic error: drop client messages until Sync.
+    client_skip: bool,
+    status: u8,
+}
+
+enum Event2 {
+    Client(Option<std::io::Result<usize>>),
+    Backend(std::io::Result<usize>),
+    Shutdown,
+}
+
+impl<'a> TxSession<'a> {
+    pub fn new(
+        core: &'a Core<PgEngine>,
+        endpoint: &'a EndpointSettings,
+        pool: Arc<Pool<PgEngine>>,
+        cancel: &'a CancelKey<super::backend::PgCancelTarget>,
+        desired: tracked::Values,
+    ) -> Self {
+        Self {
+            core,
+            endpoint,
+            pool,
+            cancel,
+            session_id: u64::from(cancel.id),
+            desired,
+            lease: None,
+            cbuf: BytesMut::with_capacity(8192),
+            bbuf: BytesMut::with_capacity(32 * 1024),
+            b_remaining: 0,
+            to_backend: BytesMut::with_capacity(8192),
+            to_client: BytesMut::with_capacity(32 * 1024),
+            queue: ResponseQueue::default(),
+            registry: Registry::default(),
+            pinned: None,
+            readback: false,
+            client_skip: false,
+            status: b'I',
+        }
+    }
+
+    /// Serves the client until it leaves; gives back or discards the lease.
+    pub async fn run(&mut self, client: &mut ClientStream) -> Option<ProxyError> {
+        let end = self.relay(client).await;
+        tracing::debug!(session = self.session_id, ?end, pinned = ?self.pinned, "transaction-mode session ended");
+        self.cancel.slot.set(None);
+        let idle = self.queue.is_empty() && self.b_remaining == 0;
+        if let Some(lease) = self.lease.take() {
+            if idle {
+                lease.release().await;
+            } else {
+                drop(lease);
+            }
+        }
+        match end {
+            End::Terminated | End::ClientGone => None,
+            End::ClientError(e) => Some(e),
+            End::Shutdown => Some(ProxyError::new(
+                Condition::Shutdown,
+                "terminating connection due to administrator command",
+            )),
+            End::BackendGone(detail) => {
+                Some(ProxyError::new(Condition::BackendUnavailable, "server connection lost").with_detail(detail))
+            }
+        }
+    }
+
+    async fn relay(&mut self, client: &mut ClientStream) -> End {
+        let mut shutdown = self.core.shutdown.clone();
+        let mut closing = *shutdown.borrow();
+        let message_timeout = self.core.settings.proxy.client_message_timeout;
+        loop {
+            if closing && self.lease.is_none() && self.cbuf.is_empty() {
+                return End::Shutdown;
+            }
+            let deadline = (!self.cbuf.is_empty()).then_some(message_timeout);
+            let event = {
+                let cbuf = &mut self.cbuf;
+                let bbuf = &mut self.bbuf;
+                let lease = &mut self.lease;
+                if bbuf.capacity() - bbuf.len() < 4096 {
+                    bbuf.reserve(32 * 1024);
+                }
+                if cbuf.capacity() - cbuf.len() < 1024 {
+                    cbuf.reserve(8192);
+                }
+                let backend_read = async {
+                    match lease.as_mut() {
+                        Some(l) => l.conn().stream.read_buf(bbuf).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    r = read_client(client, cbuf, deadline) => Event2::Client(r),
+                    r = backend_read => Event2::Backend(r),
+                    _ = shutdown.changed(), if !closing => Event2::Shutdown,
+                }
+            };
+            match event {
+                Event2::Client(None) => {
+                    return End::ClientError(ProxyError::new(
+                        Condition::ProtocolViolation,
+                        format!("incomplete message from client: nothing received for {message_timeout:?}"),
+                    ));
+                }
+                Event2::Client(Some(Ok(0))) => return End::ClientGone,
+                Event2::Client(Some(Err(e))) => {
+                    tracing::debug!(error = %e, "client read failed");
+                    return End::ClientGone;
+                }
+                Event2::Client(Some(Ok(_))) => {
+                    if let Err(end) = self.client_messages().await {
+                        return end;
+                    }
+                    if let Err(end) = self.flush(client).await {
+                        return end;
+                    }
+                }
+                Event2::Backend(Ok(0)) => return End::BackendGone("server closed the connection".into()),
+                Event2::Backend(Err(e)) => return End::BackendGone(e.to_string()),
+                Event2::Backend(Ok(_)) => {
+                    if let Err(end) = self.backend_messages() {
+                        return end;
+                    }
+                    if let Err(end) = self.flush(client).await {
+                        return end;
+                    }
+                    if let Err(end) = self.maybe_release().await {
+                        return end;
+                    }
+                }
+                Event2::Shutdown => closing = true,
+            }
+        }
+    }
+
+    async fn flush(&mut self, client: &mut ClientStream) -> Result<(), End> {
+        if !self.to_backend.is_empty() {
+            let Some(lease) = self.lease.as_mut() else {
+                self.to_backend.clear();
+                return Ok(());
+            };
+            let conn = lease.conn();
+            if let Err(e) = conn.stream.write_all(&self.to_backend).await {
+                return Err(End::BackendGone(e.to_string()));
+            }
+            self.to_backend.clear();
+        }
+        if !self.to_client.is_empty() {
+            let w = async {
+                client.write_all(&self.to_client).await?;
+                client.flush().await
+            };
+            if let Err(e) = w.await {
+                tracing::debug!(error = %e, "client write failed");
+                return Err(End::ClientGone);
+            }
+            self.to_client.clear();
+        }
+        Ok(())
+    }
+
+    /// At a transaction boundary, reads back changed parameters and returns
+    /// the connection to the pool, unless the session is pinned.
+    async fn maybe_release(&mut self) -> Result<(), End> {
+        if self.pinned.is_some() || !self.queue.is_empty() || self.status != b'I' || self.b_remaining > 0 {
+            return Ok(());
+        }
+        let Some(mut lease) = self.lease.take() else {
+            return Ok(());
+        };
+        if !lease.conn().buf.is_empty() || !self.bbuf.is_empty() {
+            self.lease = Some(lease);
+            return Ok(());
+        }
+        if self.readback {
+            self.readback = false;
+            match tracked::read(lease.conn()).await {
+                Ok(values) => {
+                    lease.conn().tracked = Some(values.clone());
+                    self.desired = values;
+                }
+                Err(e) => return Err(End::BackendGone(e.to_string())),
+            }
+        }
+        self.cancel.slot.set(None);
+        lease.recycle();
+        Ok(())
+    }
+
+    async fn ensure_lease(&mut self) -> Result<(), End> {
+        if self.lease.is_some() {
+            return Ok(());
+        }
+        let mut lease = self.pool.lease().await.map_err(End::ClientError)?;
+        if let Err(e) = tracked::apply(lease.conn(), &self.desired).await {
+            return Err(End::BackendGone(e.to_string()));
+        }
+        self.cancel.slot.set(lease.conn().cancel_target());
+        self.lease = Some(lease);
+        Ok(())
+    }
+
+    fn pin(&mut self, code: &'static str, detail: String) {
+        if self.pinned.is_none() {
+            tracing::info!(
+                session = self.session_id,
+                reason = code,
+                detail,
+                "session pinned to its backend connection"
+            );
+            self.core.stats.record_pin(code);
+            self.pinned = Some(detail);
+        }
+    }
+
+    /// What a statement's text does to session state.
+    fn note_effects(&mut self, sql: &str) {
+        for effect in gatehouse_sql::classify_all(sql) {
+            match effect {
+                Effect::None | Effect::Transaction(_) | Effect::Execute { .. } => {}
+                Effect::Set {
+                    scope: Scope::Local, ..
+                } => {}
+                Effect::Set { name, .. } if tracked::is_tracked(&name) => self.readback = true,
+                Effect::Set { name, .. } => {
+                    if !self
+                        .endpoint
+                        .pinning_filter
+                        .iter()
+                        .any(|n| n.eq_ignore_ascii_case(&name))
+                    {
+                        self.pin("set_untracked", format!("SET of untracked parameter \"{name}\""));
+                    }
+                }
+                Effect::Reset { name } if name == "role" || name == "session_authorization" => {}
+                Effect::Reset { .. } | Effect::ResetAll => self.readback = true,
+                Effect::Discard(DiscardKind::All) => {
+                    self.readback = true;
+                    self.forget_statements();
+                }
+                Effect::Discard(_) => {}
+                Effect::Deallocate { name: None } => self.forget_statements(),
+                Effect::Deallocate { name: Some(_) } => {}
+                Effect::Prepare { name } => self.pin("sql_prepare", format!("SQL-level PREPARE of \"{name}\"")),
+                Effect::Pin(reason) => {
+                    let (code, detail) = pin_reason(&reason);
+                    self.pin(code, detail.to_owned());
+                }
+            }
+        }
+    }
+
+    /// DISCARD ALL / DEALLOCATE ALL: the client's statements are gone, and so
+    /// is everything prepared on this backend connection.
+    fn forget_statements(&mut self) {
+        self.registry.clear();
+        if let Some(lease) = self.lease.as_mut() {
+            let conn = lease.conn();
+            conn.prepared.clear();
+            conn.unnamed_owner = None;
+        }
+    }
+
+    async fn client_messages(&mut self) -> Result<(), End> {
+        let max = self.core.settings.proxy.max_message_bytes;
+        loop {
+            let (tag, len) = match next_frame(&self.cbuf, max, max) {
+                Ok(Step::Whole { tag, len }) => (tag, len),
+                Ok(Step::NeedMore | Step::Stream { .. }) => return Ok(()),
+                Err(e) => {
+                    return Err(End::ClientError(ProxyError::new(
+                        Condition::ProtocolViolation,
+                        e.to_string(),
+                    )));
+                }
+            };
+            let msg = self.cbuf.split_to(len).freeze();
+            tracing::trace!(tag = %char::from(tag), len, "client message");
+            if tag == b'X' {
+                return Err(End::Terminated);
+            }
+            if !frame::is_frontend_tag(tag) {
+                return Err(End::ClientError(ProxyError::new(
+                    Condition::ProtocolViolation,
+                    format!("invalid frontend message type {}", char::from(tag).escape_default()),
+                )));
+            }
+            if self.client_skip && tag != b'S' {
+                continue;
+            }
+            self.ensure_lease().await?;
+            self.client_message(tag, msg)?;
+        }
+    }
+
+    fn client_message(&mut self, tag: u8, msg: Bytes) -> Result<(), End> {
+        let malformed =
+            |e: messages::DecodeError| End::ClientError(ProxyError::new(Condition::ProtocolViolation, e.to_string()));
+        match tag {
+            b'Q' => {
+                let sql = messages::body(&msg).split_last().map(|(_, s)| s).unwrap_or_default();
+                self.note_effects(&String::from_utf8_lossy(sql));
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Query, &mut self.to_client);
+            }
+            b'P' => {
+                let p = extended::parse_parse(&msg).map_err(malformed)?;
+                self.note_effects(p.query);
+                let stmt = Statement {
+                    proxy: if p.name.is_empty() {
+                        Arc::from("")
+                    } else {
+                        proxy_name(p.query, p.param_types)
+                    },
+                    query: Arc::from(p.query),
+                    param_types: Bytes::copy_from_slice(p.param_types),
+                };
+                self.client_parse(p.name.to_owned(), Arc::new(stmt), &msg);
+            }
+            b'B' => {
+                let b = extended::parse_bind(&msg).map_err(malformed)?;
+                match self.resolve(b.statement) {
+                    Some(proxy) => extended::put_bind(&mut self.to_backend, b.portal, &proxy, b.rest),
+                    None => self.to_backend.extend_from_slice(&msg),
+                }
+                self.queue.push(Pending::Bind, &mut self.to_client);
+            }
+            b'D' => {
+                let (kind, name) = extended::parse_target(&msg).map_err(malformed)?;
+                match (kind, self.resolve_if_statement(kind, name)) {
+                    (b'S', Some(proxy)) => extended::put_target(&mut self.to_backend, b'D', b'S', &proxy),
+                    _ => self.to_backend.extend_from_slice(&msg),
+                }
+                self.queue.push(Pending::Describe, &mut self.to_client);
+            }
+            b'C' => {
+                let (kind, name) = extended::parse_target(&msg).map_err(malformed)?;
+                if kind == b'S' && !name.is_empty() {
+                    // Backend statements are shared and cached: only the client's view changes.
+                    self.registry.remove(name);
+                    let mut done = BytesMut::new();
+                    messages::put_message(&mut done, b'3', |_| {});
+                    self.queue.push(Pending::Synthetic(done.freeze()), &mut self.to_client);
+                } else {
+                    if kind == b'S' {
+                        self.registry.clear_unnamed();
+                        if let Some(l) = self.lease.as_mut() {
+                            l.conn().unnamed_owner = None;
+                        }
+                    }
+                    self.to_backend.extend_from_slice(&msg);
+                    self.queue.push(Pending::Close, &mut self.to_client);
+                }
+            }
+            b'E' => {
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Execute, &mut self.to_client);
+            }
+            b'S' => {
+                self.client_skip = false;
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Sync, &mut self.to_client);
+            }
+            b'F' => {
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Query, &mut self.to_client);
+            }
+            b'c' | b'f' => {
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::CopyEnd, &mut self.to_client);
+            }
+            // Flush and CopyData get no per-message answer.
+            _ => self.to_backend.extend_from_slice(&msg),
+        }
+        Ok(())
+    }
+
+    fn client_parse(&mut self, name: String, stmt: Arc<Statement>, msg: &[u8]) {
+        if name.is_empty() {
+            let generation = self.registry.set_unnamed(stmt);
+            if let Some(l) = self.lease.as_mut() {
+                l.conn().unnamed_owner = Some((self.session_id, generation));
+            }
+            self.to_backend.extend_from_slice(msg);
+            self.queue.push(
+                Pending::Parse {
+                    proxy: Arc::from(""),
+                    client: None,
+                },
+                &mut self.to_client,
+            );
+            return;
+        }
+        if self.registry.contains(&name) {
+            let mut err = BytesMut::new();
+            messages::put_error(
+                &mut err,
+                "ERROR",
+                "42P05",
+                &format!("prepared statement \"{name}\" already exists"),
+            );
+            self.queue.push(Pending::Synthetic(err.freeze()), &mut self.to_client);
+            self.client_skip = true;
+            return;
+        }
+        self.registry.insert(&name, stmt.clone());
+        let Some(lease) = self.lease.as_mut() else { return };
+        let conn = lease.conn();
+        conn.tick += 1;
+        if let Some(used) = conn.prepared.get_mut(&stmt.proxy) {
+            *used = conn.tick;
+            let mut done = BytesMut::new();
+            messages::put_message(&mut done, b'1', |_| {});
+            self.queue.push(Pending::Synthetic(done.freeze()), &mut self.to_client);
+            return;
+        }
+        conn.prepared.insert(stmt.proxy.clone(), conn.tick);
+        extended::put_parse(&mut self.to_backend, &stmt.proxy, &stmt.query, &stmt.param_types);
+        self.queue.push(
+            Pending::Parse {
+                proxy: stmt.proxy.clone(),
+                client: Some(Arc::from(name)),
+            },
+            &mut self.to_client,
+        );
+        self.evict();
+    }
+
+    fn resolve_if_statement(&mut self, kind: u8, name: &str) -> Option<Arc<str>> {
+        if kind == b'S' { self.resolve(name) } else { None }
+    }
+
+    /// The backend name for a client statement, prepared on the current
+    /// connection first if it lacks it; `None` to pass the name unchanged
+    /// (unknown names then fail on the backend exactly as they would directly).
+    fn resolve(&mut self, name: &str) -> Option<Arc<str>> {
+        let sid = self.session_id;
+        let lease = self.lease.as_mut()?;
+        let conn = lease.conn();
+        if name.is_empty() {
+            match self.registry.unnamed() {
+                Some((generation, stmt)) if conn.unnamed_owner != Some((sid, *generation)) => {
+                    extended::put_parse(&mut self.to_backend, "", &stmt.query, &stmt.param_types);
+                    conn.unnamed_owner = Some((sid, *generation));
+                    self.queue
+                        .push(Pending::InjectedParse(Arc::from("")), &mut self.to_client);
+                }
+                None if conn.unnamed_owner.is_some_and(|(owner, _)| owner != sid) => {
+                    // Another client's unnamed statement is here: drop it so
+                    // this client gets "does not exist", as it would directly.
+                    extended::put_target(&mut self.to_backend, b'C', b'S', "");
+                    conn.unnamed_owner = None;
+                    self.queue.push(Pending::InjectedClose, &mut self.to_client);
+                }
+                _ => {}
+            }
+            return None;
+        }
+        let stmt = self.registry.get(name)?.clone();
+        conn.tick += 1;
+        if let Some(used) = conn.prepared.get_mut(&stmt.proxy) {
+            *used = conn.tick;
+        } else {
+            conn.prepared.insert(stmt.proxy.clone(), conn.tick);
+            extended::put_parse(&mut self.to_backend, &stmt.proxy, &stmt.query, &stmt.param_types);
+            self.queue
+                .push(Pending::InjectedParse(stmt.proxy.clone()), &mut self.to_client);
+            self.evict();
+        }
+        Some(stmt.proxy.clone())
+    }
+
+    /// Closes the least recently used backend statements over the cap.
+    fn evict(&mut self) {
+        let Some(lease) = self.lease.as_mut() else { return };
+        let conn = lease.conn();
+        while conn.prepared.len() > MAX_PREPARED_PER_CONNECTION {
+            let Some(oldest) = conn.prepared.iter().min_by_key(|(_, t)| **t).map(|(n, _)| n.clone()) else {
+                break;
+            };
+            conn.prepared.remove(&oldest);
+            extended::put_target(&mut self.to_backend, b'C', b'S', &oldest);
+            self.queue.push(Pending::InjectedClose, &mut self.to_client);
+        }
+    }
+
+    fn backend_messages(&mut self) -> Result<(), End> {
+        let Some(lease) = self.lease.as_mut() else {
+            return Ok(());
+        };
+        let conn = lease.conn();
+        while !self.bbuf.is_empty() {
+            if self.b_remaining > 0 {
+                let n = self.b_remaining.min(self.bbuf.len());
+                self.to_client.extend_from_slice(&self.bbuf[..n]);
+                self.bbuf.advance(n);
+                self.b_remaining -= n;
+                continue;
+            }
+            let hold = match self.bbuf[0] {
+                b'D' | b'd' => HOLD_WHOLE_LIMIT,
+                _ => CONTROL_HOLD_LIMIT,
+            };
+            let (tag, len) = match next_frame(&self.bbuf, hold, usize::MAX) {
+                Ok(Step::NeedMore) => break,
+                Ok(Step::Stream { len, .. }) => {
+                    let n = len.min(self.bbuf.len());
+                    self.to_client.extend_from_slice(&self.bbuf[..n]);
+                    self.bbuf.advance(n);
+                    self.b_remaining = len - n;
+                    continue;
+                }
+                Ok(Step::Whole { tag, len }) => (tag, len),
+                Err(e) => return Err(End::BackendGone(format!("malformed message from server: {e}"))),
+            };
+            let msg = self.bbuf.split_to(len);
+            tracing::trace!(tag = %char::from(tag), len, "backend message");
+            match tag {
+                b'Z' => {
+                    self.status = messages::parse_ready(&msg).map_err(|e| End::BackendGone(e.to_string()))?;
+                    conn.status = self.status;
+                }
+                b'S' => {
+                    if let Ok((n, v)) = messages::parse_parameter_status(&msg) {
+                        conn.set_param(n, v);
+                    }
+                }
+                _ => {}
+            }
+            if self.queue.on_message(tag) == Disposition::Forward {
+                self.to_client.extend_from_slice(&msg);
+            }
+            self.queue.after(&mut self.to_client);
+            for event in self.queue.take_events() {
+                let Event::ParseFailed { proxy, client } = event;
+                conn.prepared.remove(&proxy);
+                if let Some(client) = client {
+                    self.registry.forget_failed(&client, &proxy);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Pinned reason, if any (for tests and reports).
+    pub fn pinned(&self) -> Option<&str> {
+        self.pinned.as_deref()
+    }
+}
+
+fn pin_reason(reason: &PinReason) -> (&'static str, &'static str) {
+    match reason {
+        PinReason::TempTable => ("temp_table", "temporary table"),
+        PinReason::AdvisoryLock => ("advisory_lock", "session-level advisory lock"),
+        PinReason::Listen => ("listen", "LISTEN"),
+        PinReason::CursorWithHold => ("cursor_with_hold", "cursor WITH HOLD"),
+        PinReason::SetRole => ("set_role", "SET ROLE"),
+        PinReason::SetSessionAuthorization => ("set_session_authorization", "SET SESSION AUTHORIZATION"),
+        PinReason::Load => ("load", "LOAD"),
+        PinReason::Unrecognized => ("unrecognized", "statement the classifier does not understand"),
+    }
+}
+
+/// Reads from the client, with a deadline while a message is incomplete.
+async fn read_client(
+    client: &mut ClientStream,
+    buf: &mut BytesMut,
+    deadline: Option<Duration>,
+) -> Option<std::io::Result<usize>> {
+    match deadline {
+        Some(d) => tokio::time::timeout(d, client.read_buf(buf)).await.ok(),
+        None => Some(client.read_buf(buf).await),
+    }
+}

@@ -1,0 +1,101 @@
+//! The function scan applied to every statement: session-level advisory-lock
+//! functions pin, and any `set_config` call not recognised as a plain
+//! literal `SELECT set_config(...)` pins as unrecognized. A byte prefilter
+//! keeps the common case to one pass with no tokenizing (and also tells the
+//! classifier whether `SELECT ... INTO` is worth checking).
+
+use crate::effect::PinReason;
+use crate::lexer::{Kind, Lexer};
+
+const LOCK_FUNCTIONS: [&str; 4] = [
+    "pg_advisory_lock",
+    "pg_advisory_lock_shared",
+    "pg_try_advisory_lock",
+    "pg_try_advisory_lock_shared",
+];
+
+/// How deep to look into string constants nested in `DO` bodies.
+const MAX_STRING_DEPTH: u8 = 3;
+
+/// What one cheap byte pass found (ASCII case-insensitively, anywhere).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Prefilter {
+    /// `advisory_lock` or `set_config` occurs: run [`scan_functions`].
+    pub(crate) functions: bool,
+    /// `into` occurs: a `SELECT ... INTO` check is worthwhile.
+    pub(crate) into: bool,
+}
+
+/// One pass over `hay` looking for the substrings that make a token-level
+/// look worthwhile.
+pub(crate) fn prefilter(hay: &[u8]) -> Prefilter {
+    let mut hits = Prefilter::default();
+    for i in 0..hay.len() {
+        match hay[i] | 0x20 {
+            b'a' => hits.functions |= starts_with_ci(&hay[i..], b"advisory_lock"),
+            b's' => hits.functions |= starts_with_ci(&hay[i..], b"set_config"),
+            b'i' => hits.into |= starts_with_ci(&hay[i..], b"into"),
+            _ => continue,
+        }
+        if hits.functions && hits.into {
+            break;
+        }
+    }
+    hits
+}
+
+/// Scans `stmt` for pinning function names outside comments, string
+/// constants and (non-call) quoted identifiers. With `into_strings` (for
+/// `DO` blocks) string constants are scanned as code too.
+pub(crate) fn scan_functions(stmt: &str, into_strings: bool) -> Option<PinReason> {
+    scan_tokens(stmt, if into_strings { MAX_STRING_DEPTH } else { 0 })
+}
+
+fn starts_with_ci(hay: &[u8], needle: &[u8]) -> bool {
+    hay.get(..needle.len()).is_some_and(|h| h.eq_ignore_ascii_case(needle))
+}
+
+fn scan_tokens(src: &str, string_depth: u8) -> Option<PinReason> {
+    let mut lex = Lexer::new(src);
+    let mut set_config = false;
+    while let Some(tok) = lex.next() {
+        let text = &src[tok.start..tok.end];
+        let name = match tok.kind {
+            Kind::Word => text,
+            Kind::QuotedIdent => {
+                let called = lex.clone().next().is_some_and(|t| &src[t.start..t.end] == "(");
+                match called {
+                    true => text.trim_matches('"'),
+                    false => continue,
+                }
+            }
+            Kind::String if string_depth > 0 => {
+                match scan_tokens(string_body(text), string_depth - 1) {
+                    Some(PinReason::AdvisoryLock) => return Some(PinReason::AdvisoryLock),
+                    Some(_) => set_config = true,
+                    None => {}
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        if LOCK_FUNCTIONS.iter().any(|f| name.eq_ignore_ascii_case(f)) {
+            return Some(PinReason::AdvisoryLock);
+        }
+        set_config |= name.eq_ignore_ascii_case("set_config");
+    }
+    set_config.then_some(PinReason::Unrecognized)
+}
+
+/// The text inside a string constant's quotes (approximate for unterminated
+/// constants; escapes are left as written).
+fn string_body(text: &str) -> &str {
+    if let Some(rest) = text.strip_prefix('$') {
+        let open = rest.find('$').map_or(text.len(), |i| i + 2);
+        let inner = text.get(open..).unwrap_or("");
+        return inner.strip_suffix(&text[..open]).unwrap_or(inner);
+    }
+    let inner = text.strip_prefix(['e', 'E']).unwrap_or(text);
+    let inner = inner.strip_prefix('\'').unwrap_or(inner);
+    inner.strip_suffix('\'').unwrap_or(inner)
+}
