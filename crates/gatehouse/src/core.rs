@@ -15,7 +15,9 @@ use crate::topology::Topology;
 pub struct Core<E: Engine> {
     pub settings: Arc<Settings>,
     pub engine: Arc<E>,
-    pub pools: Pools<E>,
+    pub pools: Arc<Pools<E>>,
+    /// Client connections per tenant, for tenants with a limit.
+    pub tenant_slots: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
     pub topology: Topology,
     pub cancels: Arc<CancelRegistry<E::CancelTarget>>,
     pub stats: crate::stats::Stats,
@@ -27,10 +29,26 @@ pub struct Core<E: Engine> {
 }
 
 impl<E: Engine> Core<E> {
+    /// A client-connection slot for `tenant`, or `None` when it is at its limit.
+    pub fn tenant_slot(&self, tenant: &crate::config::Tenant) -> Option<Option<tokio::sync::OwnedSemaphorePermit>> {
+        let Some(limit) = tenant.max_client_connections else {
+            return Some(None);
+        };
+        let sem = self
+            .tenant_slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(tenant.name.clone())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(limit as usize)))
+            .clone();
+        sem.try_acquire_owned().ok().map(Some)
+    }
+
     pub fn new(settings: Arc<Settings>, engine: E, shutdown: watch::Receiver<bool>) -> Self {
         let topology = Topology::new(&settings);
         Self {
-            pools: Pools::new(),
+            pools: Arc::new(Pools::new()),
+            tenant_slots: Default::default(),
             topology,
             cancels: Arc::new(CancelRegistry::default()),
             stats: crate::stats::Stats::default(),

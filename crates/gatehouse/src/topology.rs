@@ -121,6 +121,17 @@ impl Topology {
         Self { clusters }
     }
 
+    /// The server's own `max_connections`, when a probe has read it.
+    pub fn max_connections(&self, cluster: &str, backend: &str) -> Option<u32> {
+        self.clusters
+            .get(cluster)?
+            .backends
+            .iter()
+            .find(|b| b.addr == backend)?
+            .health()
+            .max_connections
+    }
+
     pub fn cluster(&self, name: &str) -> Option<&Arc<ClusterState>> {
         self.clusters.get(name)
     }
@@ -186,7 +197,10 @@ pub async fn monitor<E: Engine>(core: Arc<Core<E>>, cluster: Arc<ClusterSettings
     let mut shutdown = core.shutdown.clone();
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(cluster.health_check_interval) => probe_once(&core, &cluster).await,
+            _ = tokio::time::sleep(cluster.health_check_interval) => {
+                probe_once(&core, &cluster).await;
+                core.pools.sweep();
+            }
             _ = shutdown.changed() => return,
         }
     }

@@ -33,6 +33,8 @@ pub enum PoolMode {
     /// From the first message of a transaction to the ReadyForQuery that
     /// ends it (the default); sessions that create immovable state are pinned.
     Transaction,
+    /// For one statement: transaction blocks are refused.
+    Statement,
 }
 
 #[derive(Debug, Clone)]
@@ -65,6 +67,16 @@ pub struct ClusterSettings {
     pub pool_size: u32,
     /// How long a client waits for a backend connection before an error.
     pub borrow_timeout: Duration,
+    /// Share of each backend's own `max_connections` the proxy may use.
+    pub max_connections_percent: u32,
+    /// Share of each backend's `max_connections` that may sit idle.
+    pub max_idle_percent: u32,
+    /// Run on every new backend connection.
+    pub init_query: Option<String>,
+    /// Backend connections older than this are closed instead of reused.
+    pub server_lifetime: Option<Duration>,
+    /// Idle backend connections are closed after this long.
+    pub server_idle_timeout: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -75,6 +87,8 @@ pub struct EndpointSettings {
     pub role: EndpointRole,
     pub pool_mode: PoolMode,
     pub max_client_connections: u32,
+    /// Clients idle (outside a transaction) longer than this are disconnected.
+    pub idle_client_timeout: Option<Duration>,
     /// Parameters whose SET does not pin a session (their value then stays
     /// on whichever backend connection it was set on).
     pub pinning_filter: Vec<String>,
@@ -94,6 +108,8 @@ pub enum TenantAuth {
 pub struct Tenant {
     pub name: String,
     pub databases: Vec<String>,
+    /// Most client connections this tenant may have open at once.
+    pub max_client_connections: Option<u32>,
     pub secret: Arc<Secret>,
     pub auth: TenantAuth,
 }

@@ -57,6 +57,13 @@ pub struct RawPool {
     pub size: Option<Spanned<u32>>,
     #[serde(default, with = "humantime_serde::option")]
     pub borrow_timeout: Option<Duration>,
+    pub max_connections_percent: Option<Spanned<u32>>,
+    pub max_idle_percent: Option<Spanned<u32>>,
+    pub init_query: Option<String>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub server_lifetime: Option<Duration>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub server_idle_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,6 +75,8 @@ pub struct RawEndpoint {
     pub role: Spanned<String>,
     pub pool_mode: Option<Spanned<String>>,
     pub max_client_connections: Option<u32>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub idle_client_timeout: Option<Duration>,
     #[serde(default)]
     pub pinning_filter: Vec<String>,
     pub require_tls: Option<Spanned<bool>>,
@@ -87,6 +96,7 @@ pub struct RawTenant {
     pub name: Spanned<String>,
     pub databases: Spanned<Vec<String>>,
     pub secret: Spanned<String>,
+    pub max_client_connections: Option<u32>,
     pub scram_verifier: Option<Spanned<String>>,
     pub md5_hash: Option<Spanned<String>>,
 }

@@ -25,6 +25,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_POOL_SIZE: u32 = 20;
 pub const DEFAULT_BORROW_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_MAX_CLIENT_CONNECTIONS: u32 = 10_000;
+pub const DEFAULT_MAX_CONNECTIONS_PERCENT: u32 = 90;
+pub const DEFAULT_MAX_IDLE_PERCENT: u32 = 50;
+pub const DEFAULT_SERVER_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 struct Ctx<'a> {
     text: &'a str,
@@ -174,6 +177,16 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
         {
             cx.at(s, "pool.size must be at least 1");
         }
+        for (field, value) in [
+            ("max_connections_percent", &c.pool.max_connections_percent),
+            ("max_idle_percent", &c.pool.max_idle_percent),
+        ] {
+            if let Some(v) = value
+                && !(1..=100).contains(v.get_ref())
+            {
+                cx.at(v, format!("pool.{field} must be between 1 and 100"));
+            }
+        }
         out.push(Arc::new(ClusterSettings {
             name: c.name.get_ref().clone(),
             engine,
@@ -183,6 +196,19 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
             connect_timeout: c.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             pool_size,
             borrow_timeout: c.pool.borrow_timeout.unwrap_or(DEFAULT_BORROW_TIMEOUT),
+            max_connections_percent: c
+                .pool
+                .max_connections_percent
+                .as_ref()
+                .map_or(DEFAULT_MAX_CONNECTIONS_PERCENT, |v| *v.get_ref()),
+            max_idle_percent: c
+                .pool
+                .max_idle_percent
+                .as_ref()
+                .map_or(DEFAULT_MAX_IDLE_PERCENT, |v| *v.get_ref()),
+            init_query: c.pool.init_query.clone(),
+            server_lifetime: c.pool.server_lifetime,
+            server_idle_timeout: c.pool.server_idle_timeout.or(Some(DEFAULT_SERVER_IDLE_TIMEOUT)),
         }));
     }
     out
@@ -224,11 +250,14 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
         let pool_mode = match e.pool_mode.as_ref().map(|m| m.get_ref().as_str()) {
             None | Some("transaction") => Some(PoolMode::Transaction),
             Some("session") => Some(PoolMode::Session),
+            Some("statement") => Some(PoolMode::Statement),
             Some(other) => {
                 if let Some(m) = &e.pool_mode {
                     cx.at(
                         m,
-                        format!("unknown pool_mode \"{other}\" (expected \"transaction\" or \"session\")"),
+                        format!(
+                            "unknown pool_mode \"{other}\" (expected \"transaction\", \"session\" or \"statement\")"
+                        ),
                     );
                 }
                 None
@@ -259,6 +288,7 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 role,
                 pool_mode,
                 max_client_connections: e.max_client_connections.unwrap_or(DEFAULT_MAX_CLIENT_CONNECTIONS),
+                idle_client_timeout: e.idle_client_timeout,
                 pinning_filter: e.pinning_filter.iter().map(|n| n.to_ascii_lowercase()).collect(),
                 require_tls,
                 tls,
@@ -306,6 +336,7 @@ fn tenants(cx: &mut Ctx, raw: &[RawTenant], secrets: &HashMap<String, Arc<Secret
             let tenant = Tenant {
                 name: t.name.get_ref().clone(),
                 databases: t.databases.get_ref().clone(),
+                max_client_connections: t.max_client_connections,
                 secret,
                 auth,
             };

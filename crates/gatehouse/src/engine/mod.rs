@@ -53,6 +53,9 @@ pub trait Engine: Send + Sync + Sized + 'static {
         timeout: Duration,
     ) -> impl Future<Output = Result<Self::Conn, ProxyError>> + Send;
 
+    /// Runs the cluster's `init_query` on a new connection.
+    fn initialize(&self, conn: &mut Self::Conn, sql: &str) -> impl Future<Output = Result<(), ProxyError>> + Send;
+
     /// Makes a connection safe for the next client; an error means discard it.
     fn reset(&self, conn: &mut Self::Conn) -> impl Future<Output = Result<(), ProxyError>> + Send;
 

@@ -1,16 +1,24 @@
-//! Pools of warm backend connections, one per (backend, backend user,
-//! database) so a connection is never shared across users or databases.
-//! Borrowing returns a [`Lease`]: an RAII guard that gives the connection
-//! back only through [`Lease::release`] (after the engine's reset) and
-//! discards it if dropped any other way. Waiters are served first come, first
-//! served (tokio's semaphore is fair) and give up after the borrow timeout.
+//! Pools of warm backend connections, one per (cluster, backend, backend
+//! user, database) so a connection is never shared across users or
+//! databases. Borrowing returns a [`Lease`]: an RAII guard that gives the
+//! connection back only through [`Lease::release`] (after the engine's reset)
+//! or [`Lease::recycle`], and discards it if dropped any other way. Waiters
+//! are served first come, first served (tokio's semaphore is fair) and give
+//! up after the borrow timeout with an error that names the limit hit.
+//!
+//! Besides each pool's own size, all pools on one backend share a
+//! [`BackendShare`]: at most `max_connections_percent` of the server's own
+//! `max_connections`, of which at most `max_idle_percent` idle.
+
+mod share;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::Instant;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+pub use self::share::BackendShare;
 use crate::config::{ClusterSettings, Secret};
 use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
@@ -25,15 +33,23 @@ pub struct PoolKey {
     pub database: String,
 }
 
+/// A connection with what the pool needs to know about it.
+struct Pooled<C> {
+    conn: C,
+    created: Instant,
+    idle_since: Instant,
+    /// Its place in the backend's connection limit.
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
 pub struct Pool<E: Engine> {
     key: PoolKey,
     secret: Arc<Secret>,
     engine: Arc<E>,
-    size: u32,
-    borrow_timeout: Duration,
-    connect_timeout: Duration,
+    cluster: Arc<ClusterSettings>,
+    share: Arc<BackendShare>,
     permits: Arc<Semaphore>,
-    idle: Mutex<Vec<E::Conn>>,
+    idle: Mutex<Vec<Pooled<E::Conn>>>,
 }
 
 impl<E: Engine> Pool<E> {
@@ -48,13 +64,24 @@ impl<E: Engine> Pool<E> {
 
     /// Connections lent out now.
     pub fn leased_count(&self) -> usize {
-        self.size as usize - self.permits.available_permits()
+        self.cluster.pool_size as usize - self.permits.available_permits()
+    }
+
+    fn expired(&self, p: &Pooled<E::Conn>, now: Instant) -> bool {
+        self.cluster
+            .server_lifetime
+            .is_some_and(|l| now.duration_since(p.created) >= l)
+            || self
+                .cluster
+                .server_idle_timeout
+                .is_some_and(|t| now.duration_since(p.idle_since) >= t)
     }
 
     /// Borrows a connection: an idle one if any, else a new one, waiting at
-    /// most the borrow timeout for a free slot.
+    /// most the borrow timeout for a free slot in this pool and on the backend.
     pub async fn lease(self: &Arc<Self>) -> Result<Lease<E>, ProxyError> {
-        let permit = match tokio::time::timeout(self.borrow_timeout, self.permits.clone().acquire_owned()).await {
+        let deadline = tokio::time::Instant::now() + self.cluster.borrow_timeout;
+        let permit = match tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await {
             Ok(Ok(p)) => p,
             Ok(Err(_)) => return Err(ProxyError::new(Condition::Shutdown, "the pool is closed")),
             Err(_) => {
@@ -62,58 +89,100 @@ impl<E: Engine> Pool<E> {
                     Condition::TooManyConnections,
                     format!(
                         "no backend connection became free within {:?} (pool limit of {} connections for user \"{}\" on database \"{}\")",
-                        self.borrow_timeout, self.size, self.key.user, self.key.database
+                        self.cluster.borrow_timeout, self.cluster.pool_size, self.key.user, self.key.database
                     ),
                 ));
             }
         };
-        while let Some(mut conn) = self.pop_idle() {
-            if self.engine.is_usable(&mut conn) {
+        let now = Instant::now();
+        while let Some(mut p) = self.pop_idle() {
+            if !self.expired(&p, now) && self.engine.is_usable(&mut p.conn) {
                 return Ok(Lease {
-                    conn: Some(conn),
+                    pooled: Some(p),
                     pool: self.clone(),
                     _permit: permit,
                 });
             }
         }
-        let conn = self
+        let slot = self.share.acquire(deadline).await?;
+        let mut conn = self
             .engine
             .connect(
                 &self.key.backend,
                 &self.secret,
                 &self.key.database,
-                self.connect_timeout,
+                self.cluster.connect_timeout,
             )
             .await?;
+        if let Some(sql) = &self.cluster.init_query {
+            self.engine.initialize(&mut conn, sql).await?;
+        }
+        let pooled = Pooled {
+            conn,
+            created: now,
+            idle_since: now,
+            _slot: slot,
+        };
         Ok(Lease {
-            conn: Some(conn),
+            pooled: Some(pooled),
             pool: self.clone(),
             _permit: permit,
         })
     }
 
-    fn pop_idle(&self) -> Option<E::Conn> {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop()
+    fn pop_idle(&self) -> Option<Pooled<E::Conn>> {
+        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        if p.is_some() {
+            self.share.idle_left();
+        }
+        p
     }
 
-    fn push_idle(&self, conn: E::Conn) {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(conn);
+    fn push_idle(&self, mut p: Pooled<E::Conn>) {
+        if self.expired(&p, Instant::now()) || !self.share.idle_entered() {
+            return; // dropping closes it and frees its backend slot
+        }
+        p.idle_since = Instant::now();
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(p);
+    }
+
+    /// Closes idle connections past their lifetime or idle timeout; returns
+    /// how many were closed.
+    pub fn sweep(&self) -> usize {
+        let now = Instant::now();
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = idle.len();
+        idle.retain(|p| !self.expired(p, now));
+        let closed = before - idle.len();
+        for _ in 0..closed {
+            self.share.idle_left();
+        }
+        closed
+    }
+
+    /// Closes one idle connection to make room on the backend for another pool.
+    fn give_up_one_idle(&self) -> bool {
+        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        if p.is_some() {
+            self.share.idle_left();
+        }
+        p.is_some()
     }
 }
 
 /// A backend connection lent to one client. Dropping it discards the
-/// connection; [`Lease::release`] resets it and returns it to the pool.
+/// connection; [`Lease::release`] resets it and [`Lease::recycle`] returns it.
 pub struct Lease<E: Engine> {
-    conn: Option<E::Conn>,
+    pooled: Option<Pooled<E::Conn>>,
     pool: Arc<Pool<E>>,
     _permit: OwnedSemaphorePermit,
 }
 
 impl<E: Engine> Lease<E> {
     pub fn conn(&mut self) -> &mut E::Conn {
-        // The option is only emptied by `release`, which consumes the lease.
-        match self.conn.as_mut() {
-            Some(c) => c,
+        // The option is only emptied by `release`/`recycle`, which consume the lease.
+        match self.pooled.as_mut() {
+            Some(p) => &mut p.conn,
             None => unreachable!("lease used after release"),
         }
     }
@@ -126,17 +195,17 @@ impl<E: Engine> Lease<E> {
     /// session state the caller knows to be safe for the next client
     /// (transaction pooling, at a transaction boundary).
     pub fn recycle(mut self) {
-        if let Some(conn) = self.conn.take() {
-            self.pool.push_idle(conn);
+        if let Some(p) = self.pooled.take() {
+            self.pool.push_idle(p);
         }
     }
 
     /// Resets the connection and returns it to the pool; a connection whose
     /// reset fails is closed instead.
     pub async fn release(mut self) {
-        if let Some(mut conn) = self.conn.take() {
-            match self.pool.engine.reset(&mut conn).await {
-                Ok(()) => self.pool.push_idle(conn),
+        if let Some(mut p) = self.pooled.take() {
+            match self.pool.engine.reset(&mut p.conn).await {
+                Ok(()) => self.pool.push_idle(p),
                 Err(e) => tracing::debug!(error = %e, "backend connection discarded after failed reset"),
             }
         }
@@ -146,6 +215,7 @@ impl<E: Engine> Lease<E> {
 /// All pools of one engine, created on first use.
 pub struct Pools<E: Engine> {
     map: Mutex<HashMap<PoolKey, Arc<Pool<E>>>>,
+    shares: Mutex<HashMap<(String, String), Arc<BackendShare>>>,
 }
 
 impl<E: Engine> Default for Pools<E> {
@@ -158,24 +228,54 @@ impl<E: Engine> Pools<E> {
     pub fn new() -> Self {
         Self {
             map: Mutex::new(HashMap::new()),
+            shares: Mutex::new(HashMap::new()),
         }
     }
 
     /// The pool for `key`, created with the cluster's settings if new.
-    pub fn get(&self, engine: &Arc<E>, cluster: &ClusterSettings, key: PoolKey, secret: &Arc<Secret>) -> Arc<Pool<E>> {
+    /// `server_max_connections` is the backend's own limit, when known.
+    pub fn get(
+        self: &Arc<Self>,
+        engine: &Arc<E>,
+        cluster: &Arc<ClusterSettings>,
+        key: PoolKey,
+        secret: &Arc<Secret>,
+        server_max_connections: Option<u32>,
+    ) -> Arc<Pool<E>> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        map.entry(key)
-            .or_insert_with_key(|key| {
-                Arc::new(Pool {
-                    key: key.clone(),
-                    secret: secret.clone(),
-                    engine: engine.clone(),
-                    size: cluster.pool_size,
-                    borrow_timeout: cluster.borrow_timeout,
-                    connect_timeout: cluster.connect_timeout,
-                    permits: Arc::new(Semaphore::new(cluster.pool_size as usize)),
-                    idle: Mutex::new(Vec::new()),
-                })
+        if let Some(p) = map.get(&key) {
+            return p.clone();
+        }
+        let share = self.share(cluster, &key.backend, server_max_connections);
+        let pool = Arc::new(Pool {
+            key: key.clone(),
+            secret: secret.clone(),
+            engine: engine.clone(),
+            cluster: cluster.clone(),
+            share,
+            permits: Arc::new(Semaphore::new(cluster.pool_size as usize)),
+            idle: Mutex::new(Vec::new()),
+        });
+        map.insert(key, pool.clone());
+        pool
+    }
+
+    fn share(self: &Arc<Self>, cluster: &ClusterSettings, backend: &str, max: Option<u32>) -> Arc<BackendShare> {
+        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (cluster.name.clone(), backend.to_owned());
+        shares
+            .entry(key.clone())
+            .or_insert_with(|| {
+                let pools = Arc::downgrade(self);
+                let make_room = move || {
+                    let Some(pools) = pools.upgrade() else { return false };
+                    pools
+                        .all()
+                        .iter()
+                        .filter(|p| p.key.cluster == key.0 && p.key.backend == key.1)
+                        .any(|p| p.give_up_one_idle())
+                };
+                Arc::new(BackendShare::new(cluster, backend, max, Box::new(make_room)))
             })
             .clone()
     }
@@ -188,5 +288,10 @@ impl<E: Engine> Pools<E> {
             .values()
             .cloned()
             .collect()
+    }
+
+    /// Closes expired idle connections in every pool.
+    pub fn sweep(&self) -> usize {
+        self.all().iter().map(|p| p.sweep()).sum()
     }
 }

@@ -5,6 +5,7 @@
 
 mod auth;
 mod bad_input;
+mod limits;
 mod queries;
 mod raw;
 mod session;
@@ -84,6 +85,7 @@ pub const TENANTS: &[(&str, &str, &str, &str, bool)] = &[
     ("bob", "bob-pw", "\"app2\"", "owner", true),
     ("carol", "carol-pw", "\"app1\"", "md5_backend", false),
     ("dave", "dave-pw", "\"app1\"", "trust_backend", false),
+    ("erin", "erin-pw", "\"app1\"", "owner", false),
 ];
 
 fn tls_files(dir: &Path) -> Result<PathBuf> {
@@ -192,6 +194,27 @@ backends = [{backends}]
 monitor_secret = "superuser"
 pool = {{ size = 10, borrow_timeout = "10s" }}
 
+[[clusters]]
+name = "pct"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 10, borrow_timeout = "1s", max_connections_percent = 1, init_query = "SET work_mem = '3MB'", server_lifetime = "1s" }}
+
+[[endpoints]]
+name = "pct"
+listen = "127.0.0.1:0"
+cluster = "pct"
+role = "read_write"
+idle_client_timeout = "2s"
+
+[[endpoints]]
+name = "stmt"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_write"
+pool_mode = "statement"
+
 [[endpoints]]
 name = "tx10"
 listen = "127.0.0.1:0"
@@ -243,7 +266,7 @@ password = "not-checked"
             "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"{secret}\"\n{auth}\n"
         ));
     }
-    Ok(text)
+    Ok(text.replace("name = \"erin\"\n", "name = \"erin\"\nmax_client_connections = 2\n"))
 }
 
 fn prepare_cluster(cluster: &Cluster) -> Result<()> {
@@ -312,7 +335,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "tls_only", "ro", "tiny", "solo", "tx", "tx10"]
+        let endpoints = ["rw", "tls_only", "ro", "tiny", "solo", "tx", "tx10", "pct", "stmt"]
             .iter()
             .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
             .collect::<Vec<_>>();
@@ -343,6 +366,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(session::cases());
     cases.extend(bad_input::cases());
     cases.extend(txn::cases());
+    cases.extend(limits::cases());
     let ctx = if args.list {
         None
     } else {

@@ -43,6 +43,10 @@ impl Engine for PgEngine {
         backend::connect(backend, secret, database, timeout).await
     }
 
+    async fn initialize(&self, conn: &mut PgConn, sql: &str) -> Result<(), ProxyError> {
+        conn.control_query(sql).await.map(|_| ())
+    }
+
     async fn reset(&self, conn: &mut PgConn) -> Result<(), ProxyError> {
         backend::reset(conn).await
     }

@@ -63,7 +63,7 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
         deadline,
         admit(&core, &endpoint, &mut stream, minor, &params, &unsupported),
     );
-    let (tenant, database) = match login.await {
+    let (tenant, database, _tenant_slot) = match login.await {
         Ok(Ok(Some(t))) => t,
         Ok(Ok(None)) => return,
         Ok(Err(e)) => return fail(Some(&mut stream), &e, peer).await,
@@ -88,6 +88,9 @@ async fn fail(stream: Option<&mut ClientStream>, e: &ProxyError, peer: std::net:
     }
 }
 
+/// Who the client turned out to be: tenant, database, tenant connection slot.
+type Admitted = (Arc<Tenant>, String, Option<tokio::sync::OwnedSemaphorePermit>);
+
 /// TLS policy, protocol negotiation, authentication and the database check.
 /// `Ok(None)`: the client left during authentication.
 async fn admit(
@@ -97,7 +100,7 @@ async fn admit(
     minor: u16,
     params: &[(String, String)],
     unsupported: &[String],
-) -> Result<Option<(Arc<Tenant>, String)>, ProxyError> {
+) -> Result<Option<Admitted>, ProxyError> {
     let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let Some(user) = param("user").filter(|u| !u.is_empty()) else {
         return Err(ProxyError::new(
@@ -143,7 +146,17 @@ async fn admit(
             format!("database \"{database}\" does not exist"),
         ));
     }
-    Ok(Some((tenant.clone(), database)))
+    let Some(slot) = core.tenant_slot(tenant) else {
+        return Err(ProxyError::new(
+            Condition::TooManyConnections,
+            format!(
+                "too many connections for tenant \"{}\" (limit {})",
+                tenant.name,
+                tenant.max_client_connections.unwrap_or(0)
+            ),
+        ));
+    };
+    Ok(Some((tenant.clone(), database, slot)))
 }
 
 /// Startup parameters the client asked for, as (name, value) to SET on the
@@ -216,7 +229,8 @@ async fn run_session(
         user: tenant.secret.user.clone(),
         database: database.to_owned(),
     };
-    let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret);
+    let server_max = core.topology.max_connections(&cluster.name, &key.backend);
+    let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max);
     let mut lease = pool.lease().await?;
 
     // Whatever a previous client left in tracked parameters goes back to
@@ -260,7 +274,7 @@ async fn run_session(
         return Ok(());
     }
 
-    if endpoint.pool_mode == PoolMode::Transaction {
+    if endpoint.pool_mode != PoolMode::Session {
         let desired = match tracked::read(lease.conn()).await {
             Ok(v) => v,
             Err(e) => {

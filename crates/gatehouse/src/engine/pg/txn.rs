@@ -21,7 +21,7 @@ use super::statements::{MAX_PREPARED_PER_CONNECTION, Registry, Statement, proxy_
 use super::stream::ClientStream;
 use super::tracked;
 use crate::cancel::CancelKey;
-use crate::config::EndpointSettings;
+use crate::config::{EndpointSettings, PoolMode};
 use crate::core::Core;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool};
@@ -122,7 +122,11 @@ impl<'a> TxSession<'a> {
             if closing && self.lease.is_none() && self.cbuf.is_empty() {
                 return End::Shutdown;
             }
-            let deadline = (!self.cbuf.is_empty()).then_some(message_timeout);
+            let idle = self.lease.is_none() && self.cbuf.is_empty();
+            let deadline = match (idle, self.endpoint.idle_client_timeout) {
+                (false, _) => Some(message_timeout),
+                (true, t) => t,
+            };
             let event = {
                 let cbuf = &mut self.cbuf;
                 let bbuf = &mut self.bbuf;
@@ -146,6 +150,12 @@ impl<'a> TxSession<'a> {
                 }
             };
             match event {
+                Event2::Client(None) if idle => {
+                    return End::ClientError(ProxyError::new(
+                        Condition::IdleTimeout,
+                        "terminating connection due to idle-session timeout",
+                    ));
+                }
                 Event2::Client(None) => {
                     return End::ClientError(ProxyError::new(
                         Condition::ProtocolViolation,
@@ -212,6 +222,12 @@ impl<'a> TxSession<'a> {
     /// At a transaction boundary, reads back changed parameters and returns
     /// the connection to the pool, unless the session is pinned.
     async fn maybe_release(&mut self) -> Result<(), End> {
+        if self.endpoint.pool_mode == PoolMode::Statement && self.queue.is_empty() && self.status != b'I' {
+            return Err(End::ClientError(ProxyError::new(
+                Condition::FeatureNotSupported,
+                "transaction blocks not allowed in statement pooling mode",
+            )));
+        }
         if self.pinned.is_some() || !self.queue.is_empty() || self.status != b'I' || self.b_remaining > 0 {
             return Ok(());
         }
