@@ -137,3 +137,31 @@ pgbench_run() {
 # ratio A B: A/B with two decimals ("-" when B is zero).
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print 0 }'; }
+
+# pgbench_detail OUTFILE PORT USER PASSWORD CLIENTS SECONDS [EXTRA...]: like
+# pgbench_run, but keeps pgbench's output in OUTFILE and prints
+# "STATUS TPS TRANSACTIONS LATENCY_MS", STATUS being "ok", or "failed" when
+# pgbench exited non-zero (e.g. clients aborted on errors).
+pgbench_detail() {
+  local outfile=$1 port=$2 user=$3 pw=$4 clients=$5 secs=$6
+  shift 6
+  local jobs=$((clients < 2 ? 1 : 2)) status=ok
+  PGPASSWORD=$pw pgbench -n -S -T "$secs" -c "$clients" -j "$jobs" "$@" \
+    -h 127.0.0.1 -p "$port" -U "$user" "$BENCH_DB" >"$outfile" 2>&1 || status=failed
+  local tps tx lat
+  tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$outfile" | head -1)
+  tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$outfile" | head -1)
+  lat=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$outfile" | head -1)
+  echo "$status ${tps:-0} ${tx:-0} ${lat:-0}"
+}
+
+# rss_kib PID: a process's resident set size in KiB (VmRSS).
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# raise_fd_limit PID [N]: raises a running process's open-file limit (soft
+# and hard) to N, default this shell's hard limit. PgBouncer started through
+# runuser gets the PAM default soft limit (1024), too few for many clients.
+raise_fd_limit() {
+  local pid=$1 n=${2:-$(ulimit -Hn)}
+  prlimit --pid "$pid" --nofile="$n:$n"
+}
