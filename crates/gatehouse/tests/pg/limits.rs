@@ -58,7 +58,7 @@ fn server_share(ctx: &Ctx) -> Result<()> {
 
 fn init_idle_lifetime(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let c = ctx.client("pct", "alice", "alice-pw", "app1").await?;
+        let c = ctx.client("life", "alice", "alice-pw", "app1").await?;
         let work_mem: String = c.query_one("SHOW work_mem", &[]).await?.get(0);
         ensure!(work_mem == "3MB", "init_query not run: work_mem = {work_mem}");
         let pid1: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);

@@ -33,7 +33,7 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
     } = client;
     let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
     let mut stream = Some(ClientStream::Plain(socket));
-    let opening = match tokio::time::timeout_at(deadline, login::negotiate(&mut stream, &endpoint)).await {
+    let opening = match tokio::time::timeout_at(deadline, Box::pin(login::negotiate(&mut stream, &endpoint))).await {
         Ok(Ok(Some(o))) => o,
         Ok(Ok(None)) => return,
         Ok(Err(e)) => return fail(stream.as_mut(), &e, peer).await,
@@ -43,7 +43,7 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
     let (minor, params, unsupported) = match opening {
         Opening::Cancel { pid, secret } => {
             if let Some(target) = core.cancels.lookup(pid, secret)
-                && let Err(e) = core.engine.cancel(target).await
+                && let Err(e) = Box::pin(core.engine.cancel(target)).await
             {
                 tracing::info!(error = %e, "cancel request could not be delivered");
             }
@@ -61,7 +61,7 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
     }
     let login = tokio::time::timeout_at(
         deadline,
-        admit(&core, &endpoint, &mut stream, minor, &params, &unsupported),
+        Box::pin(admit(&core, &endpoint, &mut stream, minor, &params, &unsupported)),
     );
     let (tenant, database, _tenant_slot) = match login.await {
         Ok(Ok(Some(t))) => t,
@@ -69,7 +69,7 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
         Ok(Err(e)) => return fail(Some(&mut stream), &e, peer).await,
         Err(_) => return fail(Some(&mut stream), &login_timeout(), peer).await,
     };
-    if let Err(e) = run_session(&core, &endpoint, &mut stream, &tenant, &database, &params).await {
+    if let Err(e) = Box::pin(run_session(&core, &endpoint, &mut stream, &tenant, &database, &params)).await {
         fail(Some(&mut stream), &e, peer).await;
     }
 }
@@ -231,12 +231,12 @@ async fn run_session(
     };
     let server_max = core.topology.max_connections(&cluster.name, &key.backend);
     let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max);
-    let mut lease = pool.lease().await?;
+    let mut lease = Box::pin(pool.lease()).await?;
 
     // Whatever a previous client left in tracked parameters goes back to
     // the server's defaults before this client's startup parameters apply.
     let initial = lease.conn().initial.clone();
-    if let Err(e) = tracked::apply(lease.conn(), &initial).await {
+    if let Err(e) = Box::pin(tracked::apply(lease.conn(), &initial)).await {
         drop(lease);
         return Err(e);
     }
@@ -247,7 +247,7 @@ async fn run_session(
         .map(|(k, v)| format!("SET {k} = {}", quote_literal(v)))
         .collect();
     if !sets.is_empty()
-        && let Err(f) = conn.simple_query(&sets.join("; ")).await?
+        && let Err(f) = Box::pin(conn.simple_query(&sets.join("; "))).await?
     {
         let mut out = BytesMut::new();
         messages::put_error(&mut out, "FATAL", &f.code, &f.message);
@@ -275,7 +275,7 @@ async fn run_session(
     }
 
     if endpoint.pool_mode != PoolMode::Session {
-        let desired = match tracked::read(lease.conn()).await {
+        let desired = match Box::pin(tracked::read(lease.conn())).await {
             Ok(v) => v,
             Err(e) => {
                 drop(lease);

@@ -18,6 +18,15 @@ impl ClientStream {
     pub fn is_tls(&self) -> bool {
         matches!(self, Self::Tls(_))
     }
+
+    /// Waits until a read would find data (plain TCP); TLS streams keep
+    /// their own buffers and are simply read.
+    pub async fn readable(&self) -> io::Result<()> {
+        match self {
+            Self::Plain(s) => s.readable().await,
+            Self::Tls(_) => Ok(()),
+        }
+    }
 }
 
 impl AsyncRead for ClientStream {

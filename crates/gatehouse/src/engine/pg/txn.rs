@@ -30,6 +30,9 @@ use crate::pool::{Lease, Pool};
 /// RowDescription of a very wide table); DataRow and CopyData stream.
 const CONTROL_HOLD_LIMIT: usize = 16 * 1024 * 1024;
 
+/// Backend read-buffer growth step.
+const READ_CHUNK: usize = 32 * 1024;
+
 pub struct TxSession<'a> {
     pub core: &'a Core<PgEngine>,
     pub endpoint: &'a EndpointSettings,
@@ -74,11 +77,11 @@ impl<'a> TxSession<'a> {
             session_id: u64::from(cancel.id),
             desired,
             lease: None,
-            cbuf: BytesMut::with_capacity(8192),
-            bbuf: BytesMut::with_capacity(32 * 1024),
+            cbuf: BytesMut::new(),
+            bbuf: BytesMut::new(),
             b_remaining: 0,
-            to_backend: BytesMut::with_capacity(8192),
-            to_client: BytesMut::with_capacity(32 * 1024),
+            to_backend: BytesMut::new(),
+            to_client: BytesMut::new(),
             queue: ResponseQueue::default(),
             registry: Registry::default(),
             pinned: None,
@@ -96,7 +99,8 @@ impl<'a> TxSession<'a> {
         let idle = self.queue.is_empty() && self.b_remaining == 0;
         if let Some(lease) = self.lease.take() {
             if idle {
-                lease.release().await;
+                // Rare and large futures are boxed so an idle session stays small.
+                Box::pin(lease.release()).await;
             } else {
                 drop(lease);
             }
@@ -131,11 +135,15 @@ impl<'a> TxSession<'a> {
                 let cbuf = &mut self.cbuf;
                 let bbuf = &mut self.bbuf;
                 let lease = &mut self.lease;
-                if bbuf.capacity() - bbuf.len() < 4096 {
-                    bbuf.reserve(32 * 1024);
-                }
-                if cbuf.capacity() - cbuf.len() < 1024 {
-                    cbuf.reserve(8192);
+                if idle {
+                    // An idle client holds no buffers: thousands of idle
+                    // clients cost little. Memory comes back on the next read.
+                    *cbuf = BytesMut::new();
+                    *bbuf = BytesMut::new();
+                    self.to_backend = BytesMut::new();
+                    self.to_client = BytesMut::new();
+                } else if lease.is_some() && bbuf.capacity() - bbuf.len() < 4096 {
+                    bbuf.reserve(READ_CHUNK);
                 }
                 let backend_read = async {
                     match lease.as_mut() {
@@ -240,7 +248,7 @@ impl<'a> TxSession<'a> {
         }
         if self.readback {
             self.readback = false;
-            match tracked::read(lease.conn()).await {
+            match Box::pin(tracked::read(lease.conn())).await {
                 Ok(values) => {
                     lease.conn().tracked = Some(values.clone());
                     self.desired = values;
@@ -257,8 +265,8 @@ impl<'a> TxSession<'a> {
         if self.lease.is_some() {
             return Ok(());
         }
-        let mut lease = self.pool.lease().await.map_err(End::ClientError)?;
-        if let Err(e) = tracked::apply(lease.conn(), &self.desired).await {
+        let mut lease = Box::pin(self.pool.lease()).await.map_err(End::ClientError)?;
+        if let Err(e) = Box::pin(tracked::apply(lease.conn(), &self.desired)).await {
             return Err(End::BackendGone(e.to_string()));
         }
         self.cancel.slot.set(lease.conn().cancel_target());
@@ -628,13 +636,22 @@ fn pin_reason(reason: &PinReason) -> (&'static str, &'static str) {
 }
 
 /// Reads from the client, with a deadline while a message is incomplete.
+/// Waits for client data first (so an idle client needs no buffer), then
+/// reads it; both steps are cancel-safe.
 async fn read_client(
     client: &mut ClientStream,
     buf: &mut BytesMut,
     deadline: Option<Duration>,
 ) -> Option<std::io::Result<usize>> {
+    let read = async {
+        client.readable().await?;
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(8192);
+        }
+        client.read_buf(buf).await
+    };
     match deadline {
-        Some(d) => tokio::time::timeout(d, client.read_buf(buf)).await.ok(),
-        None => Some(client.read_buf(buf).await),
+        Some(d) => tokio::time::timeout(d, read).await.ok(),
+        None => Some(read.await),
     }
 }
