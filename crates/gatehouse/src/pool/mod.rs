@@ -81,7 +81,12 @@ impl<E: Engine> Pool<E> {
     /// most the borrow timeout for a free slot in this pool and on the backend.
     pub async fn lease(self: &Arc<Self>) -> Result<Lease<E>, ProxyError> {
         let deadline = tokio::time::Instant::now() + self.cluster.borrow_timeout;
-        let permit = match tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await {
+        // Fast path without a timer when a slot is free (the common case).
+        let waited = match self.permits.clone().try_acquire_owned() {
+            Ok(p) => Ok(Ok(p)),
+            Err(_) => tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await,
+        };
+        let permit = match waited {
             Ok(Ok(p)) => p,
             Ok(Err(_)) => return Err(ProxyError::new(Condition::Shutdown, "the pool is closed")),
             Err(_) => {

@@ -35,7 +35,7 @@ pub struct PgConn {
     /// The server's (pid, secret) for cancel requests.
     pub(crate) key: Option<(u32, u32)>,
     /// `host:port` this connection goes to.
-    pub(crate) addr: String,
+    pub(crate) addr: Arc<str>,
     /// Transaction status from the last ReadyForQuery.
     pub(crate) status: u8,
     /// Tracked session parameters as last read or set; `None` when unknown.
@@ -54,7 +54,7 @@ pub struct PgConn {
 /// What a cancel needs: the server address and its key for the connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgCancelTarget {
-    pub addr: String,
+    pub addr: Arc<str>,
     pub pid: u32,
     pub secret: u32,
 }
@@ -167,7 +167,7 @@ async fn connect_inner(addr: &str, secret: &Secret, database: &str) -> Result<Pg
         buf: BytesMut::with_capacity(16 * 1024),
         params: Vec::new(),
         key: None,
-        addr: addr.to_owned(),
+        addr: Arc::from(addr),
         status: b'I',
         tracked: None,
         initial: Arc::default(),
@@ -271,7 +271,7 @@ pub async fn probe(addr: &str, secret: &Secret, timeout: Duration) -> Result<Pro
 /// Sends a CancelRequest for `target` and waits for the server to close.
 pub async fn cancel(target: PgCancelTarget) -> Result<(), ProxyError> {
     let work = async {
-        let mut s = TcpStream::connect(&target.addr)
+        let mut s = TcpStream::connect(&*target.addr)
             .await
             .map_err(|e| io_error(&target.addr, e))?;
         s.write_all(&startup::cancel_request(target.pid, target.secret))

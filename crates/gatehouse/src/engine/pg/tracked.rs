@@ -64,6 +64,10 @@ pub async fn apply(conn: &mut PgConn, wanted: &Values) -> Result<(), ProxyError>
         Some(v) => v,
         None => read(conn).await?,
     };
+    if current == *wanted {
+        conn.tracked = Some(current);
+        return Ok(());
+    }
     let calls: Vec<String> = TRACKED
         .iter()
         .zip(wanted.iter().zip(current.iter()))
