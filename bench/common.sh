@@ -141,7 +141,8 @@ mean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print 0 }
 # pgbench_detail OUTFILE PORT USER PASSWORD CLIENTS SECONDS [EXTRA...]: like
 # pgbench_run, but keeps pgbench's output in OUTFILE and prints
 # "STATUS TPS TRANSACTIONS LATENCY_MS", STATUS being "ok", or "failed" when
-# pgbench exited non-zero (e.g. clients aborted on errors).
+# pgbench exited non-zero (e.g. clients aborted on errors) or processed
+# nothing.
 pgbench_detail() {
   local outfile=$1 port=$2 user=$3 pw=$4 clients=$5 secs=$6
   shift 6
@@ -152,16 +153,42 @@ pgbench_detail() {
   tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$outfile" | head -1)
   tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$outfile" | head -1)
   lat=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$outfile" | head -1)
+  [ "${tx:-0}" -gt 0 ] || status=failed
   echo "$status ${tps:-0} ${tx:-0} ${lat:-0}"
 }
 
 # rss_kib PID: a process's resident set size in KiB (VmRSS).
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
-# raise_fd_limit PID [N]: raises a running process's open-file limit (soft
-# and hard) to N, default this shell's hard limit. PgBouncer started through
-# runuser gets the PAM default soft limit (1024), too few for many clients.
+# raise_fd_limit PID: raises a running process's soft open-file limit to
+# its hard limit. PgBouncer started through runuser gets the PAM default
+# soft limit (1024), too few for many clients. Runs prlimit as the process's
+# owner: the same user needs no capability for this.
 raise_fd_limit() {
-  local pid=$1 n=${2:-$(ulimit -Hn)}
-  prlimit --pid "$pid" --nofile="$n:$n"
+  local pid=$1 hard owner
+  hard=$(awk '/^Max open files/ { print $5 }' "/proc/$pid/limits")
+  owner=$(stat -c %U "/proc/$pid")
+  if [ "$owner" = "$(id -un)" ]; then
+    prlimit --pid "$pid" --nofile="$hard:$hard"
+  else
+    runuser -u "$owner" -- prlimit --pid "$pid" --nofile="$hard:$hard"
+  fi
+}
+
+# pgbouncer_use_verifier DIR: replaces the plain-text password in PgBouncer's
+# auth_file (from start_pgbouncer) with the bench owner's SCRAM verifier from
+# the server, as Gatehouse stores a verifier for its tenant: PgBouncer then
+# runs no PBKDF2 per client login, and logs into the server with the client's
+# SCRAM keys (pass-through). Reloads PgBouncer's configuration.
+pgbouncer_use_verifier() {
+  local pdir=$1/pgbouncer verifier
+  verifier=$(PGPASSWORD=$GH_PG_PASSWORD psql -X -Atq -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$GH_PG_USER" -d postgres \
+    -c "SELECT rolpassword FROM pg_authid WHERE rolname = '$BENCH_OWNER'")
+  case $verifier in
+    SCRAM-SHA-256*) ;;
+    *) echo "no SCRAM verifier for $BENCH_OWNER on the server" >&2; return 1 ;;
+  esac
+  printf '"%s" "%s"\n' "$BENCH_OWNER" "$verifier" >"$pdir/userlist.txt"
+  kill -HUP "$PGB_PID"
+  sleep 0.5
 }

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# Transaction-mode pooling: pgbench -S with the simple and the prepared
+# protocol at several client counts, and pgbench -S -C (a new connection per
+# transaction), directly, through Gatehouse and through PgBouncer (both in
+# transaction mode, same pool size), targets alternated (A B C A B C) over
+# several rounds. Per run: TPS, average latency, the bench owner's backend
+# connections (sampled from pg_stat_activity), the proxy's own CPU per 1,000
+# transactions (from /proc) and the ratios. Then each proxy's memory per idle
+# authenticated client (loadgen idle-clients, VmRSS from /proc).
+# Clients authenticate with SCRAM to both proxies, each checking a stored
+# verifier.
+#
+#   bench/pg-transaction.sh     # 10, 100, 1000 clients, 10 s runs, 2 rounds, 10,000 idle clients
+#   BENCH_CLIENTS="10 100" BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_IDLE=2000 bench/pg-transaction.sh
+#
+# PgBouncer before 1.21 has no protocol-level prepared statements in
+# transaction mode: its -M prepared runs fail and are reported as "failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+source bench/common.sh
+ensure_packages
+ensure_rust
+build_release
+
+SECS=${BENCH_SECONDS:-10}
+ROUNDS=${BENCH_ROUNDS:-2}
+read -r -a CLIENTS <<<"${BENCH_CLIENTS:-10 100 1000}"
+POOL=${BENCH_POOL:-20}
+CONNECT_CLIENTS=${BENCH_CONNECT_CLIENTS:-50}
+IDLE=${BENCH_IDLE:-10000}
+IDLE_HOLD=${BENCH_IDLE_HOLD:-10}
+# pgbench's -T includes its initial connections (sequential per thread, a
+# SCRAM exchange each: about 10-20 ms per client here), and its TPS excludes
+# them: runs get CONNECT_MS per client on top of BENCH_SECONDS, so that 1,000
+# clients still have a full measuring window.
+CONNECT_MS=${BENCH_CONNECT_MS:-15}
+MAX_CONNECTIONS=1100
+TARGETS=(direct gatehouse pgbouncer)
+DIR="$PWD/.bench/pg-transaction"
+rm -rf "$DIR"
+mkdir -p "$DIR/runs"
+started=$SECONDS
+
+SAMPLER_PID=
+LOADGEN_PID=
+cleanup() {
+  [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null
+  [ -n "$LOADGEN_PID" ] && kill "$LOADGEN_PID" 2>/dev/null
+  [ -n "${GH_PROXY_PID:-}" ] && kill "$GH_PROXY_PID" 2>/dev/null
+  [ -n "${PGB_PID:-}" ] && kill "$PGB_PID" 2>/dev/null
+  "$TESTKIT" down --dir "$DIR/cluster" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+log "starting PostgreSQL 15 (max_connections $MAX_CONNECTIONS), Gatehouse and PgBouncer (pool $POOL, transaction mode)"
+cluster_up "$DIR/cluster" 0 "$MAX_CONNECTIONS"
+start_gatehouse "$DIR" "$POOL" transaction
+start_pgbouncer "$DIR" "$POOL" transaction
+raise_fd_limit "$PGB_PID"
+# PgBouncer's client auth from a stored SCRAM verifier like Gatehouse's
+# (BENCH_PGB_AUTH=plain keeps start_pgbouncer's plain-text password, which
+# costs PgBouncer a PBKDF2 per client login).
+PGB_AUTH=${BENCH_PGB_AUTH:-verifier}
+if [ "$PGB_AUTH" = verifier ]; then
+  pgbouncer_use_verifier "$DIR"
+fi
+PGB_VERSION=$(pgbouncer --version | sed -n '1s/^PgBouncer \([0-9.]*\).*/\1/p')
+log "PgBouncer $PGB_VERSION, pgbench $(pgbench --version | awk '{ print $3 }')"
+
+# target_of NAME: sets port, user, pw and pid (empty for direct).
+target_of() {
+  case $1 in
+    direct) port=$GH_PG_PRIMARY_PORT user=$BENCH_OWNER pw=$BENCH_OWNER_PW pid= ;;
+    gatehouse) port=$GH_PROXY_PORT user=$BENCH_TENANT pw=$BENCH_TENANT_PW pid=$GH_PROXY_PID ;;
+    pgbouncer) port=$PGB_PORT user=$BENCH_OWNER pw=$BENCH_OWNER_PW pid=$PGB_PID ;;
+  esac
+}
+
+# backend_count TARGET: the bench owner's backends (pg_stat_activity) whose
+# client end belongs to TARGET: the proxy's process for a proxy, any other
+# process (pgbench) for direct. ss maps the client ports to processes, so
+# the other proxy's idle pooled connections do not count.
+backend_count() {
+  local target=$1 ports
+  ports=$(PGPASSWORD=$GH_PG_PASSWORD psql -X -Atq -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$GH_PG_USER" -d postgres \
+    -c "SELECT client_port FROM pg_stat_activity WHERE usename = '$BENCH_OWNER'") || return 0
+  ss -Htnp state established "( dport = :$GH_PG_PRIMARY_PORT )" |
+    awk -v target="$target" -v gh="$GH_PROXY_PID" -v pgb="$PGB_PID" -v ports="${ports//$'\n'/ }" '
+      { n = split($3, a, ":"); if (match($0, /pid=[0-9]+/)) owner[a[n]] = substr($0, RSTART + 4, RLENGTH - 4) }
+      END {
+        want = target == "gatehouse" ? gh : target == "pgbouncer" ? pgb : ""
+        n = split(ports, p, " ")
+        for (i = 1; i <= n; i++) {
+          o = (p[i] in owner) ? owner[p[i]] : ""
+          if (want != "" ? o == want : (o != gh && o != pgb)) c++
+        }
+        print c + 0
+      }'
+}
+
+# sample_backends TARGET FILE: a backend_count per second into FILE, until killed.
+sample_backends() {
+  while :; do
+    sleep 1
+    backend_count "$1" >>"$2" || true
+  done
+}
+
+# run_one WORKLOAD CLIENTS TARGET ROUND: one pgbench run, appended to $results as
+# "workload clients target round status tps transactions latency_ms backends cpu_s_per_1k_tx".
+run_one() {
+  local w=$1 c=$2 target=$3 r=$4 extra=() port user pw pid
+  case $w in
+    prepared) extra=(-M prepared) ;;
+    connect) extra=(-C) ;;
+  esac
+  target_of "$target"
+  local f="$DIR/runs/$w-c$c-$target-r$r" cpu0=0 cpu1=0 status tps tx lat secs=$SECS
+  [ "$w" = connect ] || secs=$((SECS + c * CONNECT_MS / 1000))
+  : >"$f.backends"
+  [ -n "$pid" ] && cpu0=$(cpu_seconds "$pid")
+  sample_backends "$target" "$f.backends" &
+  SAMPLER_PID=$!
+  read -r status tps tx lat < <(pgbench_detail "$f.log" "$port" "$user" "$pw" "$c" "$secs" "${extra[@]}")
+  kill "$SAMPLER_PID" 2>/dev/null || true
+  wait "$SAMPLER_PID" 2>/dev/null || true
+  SAMPLER_PID=
+  [ -n "$pid" ] && cpu1=$(cpu_seconds "$pid")
+  local backends cpuk=-
+  backends=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$f.backends")
+  [ -n "$pid" ] && cpuk=$(awk -v a="$cpu0" -v b="$cpu1" -v t="$tx" 'BEGIN { if (t > 0) printf "%.4f", (b - a) * 1000 / t; else print "-" }')
+  echo "$w $c $target $r $status $tps $tx $lat $backends $cpuk" >>"$results"
+  if [ "$status" = ok ]; then
+    log "$w clients=$c round=$r $target: $tps tps, ${lat} ms, $backends backends, proxy CPU ${cpuk} s/1000 tx"
+  else
+    log "$w clients=$c round=$r $target: FAILED ($(grep -m1 -i 'error\|abort' "$f.log" || tail -1 "$f.log"))"
+  fi
+}
+
+# idle_memory TARGET: VmRSS of the proxy idle, then while $IDLE idle clients
+# are held; appended to $memory as "target rss_before_kib rss_held_kib opened kib_per_client".
+idle_memory() {
+  local target=$1 port user pw pid
+  target_of "$target"
+  local ready="$DIR/idle-$target.ready" before held=0 opened=0 i
+  rm -f "$ready"
+  before=$(rss_kib "$pid")
+  log "idle clients: opening $IDLE against $target (VmRSS $before KiB)"
+  "$LOADGEN" idle-clients --target "host=127.0.0.1 port=$port user=$user password=$pw dbname=$BENCH_DB" \
+    --count "$IDLE" --hold "$IDLE_HOLD" --ready-file "$ready" >"$DIR/idle-$target.log" 2>&1 &
+  LOADGEN_PID=$!
+  for ((i = 0; i < 3000; i++)); do # up to 300 s to open them all
+    [ -e "$ready" ] || ! kill -0 "$LOADGEN_PID" 2>/dev/null && break
+    sleep 0.1
+  done
+  if [ -e "$ready" ]; then
+    opened=$(cat "$ready")
+    sleep 2
+    for i in 1 2 3; do
+      held=$(awk -v a="$held" -v b="$(rss_kib "$pid")" 'BEGIN { print (b > a ? b : a) }')
+      sleep 1
+    done
+  else
+    kill "$LOADGEN_PID" 2>/dev/null || true
+  fi
+  wait "$LOADGEN_PID" 2>/dev/null || true
+  LOADGEN_PID=
+  local per
+  per=$(awk -v a="$before" -v b="$held" -v n="$opened" 'BEGIN { if (n > 0 && b > 0) printf "%.1f", (b - a) / n; else print "failed" }')
+  echo "$target $before $held $opened $per" >>"$memory"
+  log "idle clients: $target held $opened/$IDLE open, VmRSS $held KiB, $per KiB per client ($(grep -m1 'failed=' "$DIR/idle-$target.log" || true))"
+  sleep 3 # let the proxy close them before anything else runs
+}
+
+# Memory first, while the proxies are fresh and idle.
+memory="$DIR/memory.txt"
+: >"$memory"
+idle_memory gatehouse
+idle_memory pgbouncer
+
+results="$DIR/results.txt"
+: >"$results"
+cells=()
+for c in "${CLIENTS[@]}"; do cells+=("simple $c"); done
+for c in "${CLIENTS[@]}"; do cells+=("prepared $c"); done
+cells+=("connect $CONNECT_CLIENTS")
+for cell in "${cells[@]}"; do
+  read -r w c <<<"$cell"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for target in "${TARGETS[@]}"; do
+      sleep 1
+      run_one "$w" "$c" "$target" "$r"
+    done
+  done
+done
+
+# mean_of W C TARGET COL FMT: mean of COL over the ok runs ("failed" when none
+# was ok, a "*" suffix when some failed); "-" for a direct CPU figure.
+mean_of() {
+  awk -v w="$1" -v c="$2" -v t="$3" -v col="$4" -v fmt="$5" '
+    $1 == w && $2 == c && $3 == t { n++; if ($5 == "ok" && $col != "-") { ok++; s += $col } else if ($col == "-") dash++ }
+    END {
+      if (!n || dash == n) print "-"
+      else if (!ok) print "failed"
+      else printf fmt "%s\n", s / ok, (ok < n ? "*" : "")
+    }' "$results"
+}
+# maxcell W C TARGET COL: maximum of COL over all runs of the cell.
+maxcell() { awk -v w="$1" -v c="$2" -v t="$3" -v col="$4" '$1 == w && $2 == c && $3 == t && $col > m { m = $col } END { print m + 0 }' "$results"; }
+# rat A B: A/B when both are numbers (a "*" suffix is ignored), else "-".
+rat() {
+  awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN {
+    if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
+}
+label() {
+  case $1 in
+    simple) echo "-S" ;;
+    prepared) echo "-S -M prep" ;;
+    connect) echo "-S -C" ;;
+  esac
+}
+
+report() {
+  echo
+  echo "Transaction mode, pool $POOL, ${SECS}s (+${CONNECT_MS} ms per client for pgbench's initial connections) x $ROUNDS rounds per cell, means"
+  echo "PgBouncer $PGB_VERSION (auth_file: $PGB_AUTH); * = some rounds failed (mean of the others); failed = all rounds failed"
+  echo
+  echo "Throughput (TPS) and average latency (ms)"
+  printf '%-11s %7s | %10s %10s %10s %7s %9s | %8s %8s %8s\n' \
+    workload clients "direct" "gatehouse" "pgbouncer" "GH/PgB" "GH/direct" "lat dir" "lat GH" "lat PgB"
+  for cell in "${cells[@]}"; do
+    read -r w c <<<"$cell"
+    local d g b ld lg lb
+    d=$(mean_of "$w" "$c" direct 6 "%.0f") g=$(mean_of "$w" "$c" gatehouse 6 "%.0f") b=$(mean_of "$w" "$c" pgbouncer 6 "%.0f")
+    ld=$(mean_of "$w" "$c" direct 8 "%.3f") lg=$(mean_of "$w" "$c" gatehouse 8 "%.3f") lb=$(mean_of "$w" "$c" pgbouncer 8 "%.3f")
+    printf '%-11s %7s | %10s %10s %10s %7s %9s | %8s %8s %8s\n' \
+      "$(label "$w")" "$c" "$d" "$g" "$b" "$(rat "$g" "$b")" "$(rat "$g" "$d")" "$ld" "$lg" "$lb"
+  done
+  echo
+  echo "Backend connections (max sampled) and proxy CPU (s per 1,000 transactions)"
+  printf '%-11s %7s | %8s %8s %8s | %9s %9s %7s\n' workload clients "be dir" "be GH" "be PgB" "CPU GH" "CPU PgB" "GH/PgB"
+  for cell in "${cells[@]}"; do
+    read -r w c <<<"$cell"
+    local cg cb
+    cg=$(mean_of "$w" "$c" gatehouse 10 "%.4f") cb=$(mean_of "$w" "$c" pgbouncer 10 "%.4f")
+    printf '%-11s %7s | %8s %8s %8s | %9s %9s %7s\n' "$(label "$w")" "$c" \
+      "$(maxcell "$w" "$c" direct 9)" "$(maxcell "$w" "$c" gatehouse 9)" "$(maxcell "$w" "$c" pgbouncer 9)" \
+      "$cg" "$cb" "$(rat "$cg" "$cb")"
+  done
+  echo
+  echo "Memory with $IDLE idle authenticated clients (VmRSS, KiB)"
+  printf '%-10s %10s %10s %8s %11s\n' proxy idle held clients KiB/client
+  while read -r t before held opened per; do
+    printf '%-10s %10s %10s %8s %11s\n' "$t" "$before" "$held" "$opened" "$per"
+  done <"$memory"
+  echo
+  echo "total time $((SECONDS - started)) s; raw runs: $results, $memory, pgbench output in $DIR/runs/"
+}
+report | tee "$DIR/report.txt"
