@@ -56,7 +56,7 @@ impl App {
             })?;
             listeners.push((e.clone(), listener, addr));
         }
-        let pg = Arc::new(Core::new(settings.clone(), PgEngine, shutdown_rx));
+        let pg = Arc::new(Core::new(settings.clone(), PgEngine::default(), shutdown_rx));
         Ok(App {
             settings,
             listeners,

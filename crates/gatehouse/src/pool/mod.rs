@@ -249,6 +249,7 @@ impl<E: Engine> Pools<E> {
     ) -> Arc<Pool<E>> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(p) = map.get(&key) {
+            p.share.learn_server_max(server_max_connections);
             return p.clone();
         }
         let share = self.share(cluster, &key.backend, server_max_connections);

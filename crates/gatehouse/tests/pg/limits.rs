@@ -10,50 +10,10 @@ use crate::Ctx;
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
-        ("limits::share_of_server_max_connections", server_share),
         ("limits::init_query_idle_timeout_and_lifetime", init_idle_lifetime),
         ("limits::per_tenant_client_limit", tenant_limit),
         ("limits::statement_mode_refuses_transaction_blocks", statement_mode),
     ]
-}
-
-fn server_share(ctx: &Ctx) -> Result<()> {
-    ctx.rt.block_on(async {
-        // "pct": max_connections_percent = 1 of the server's max_connections.
-        let probe = ctx.client("rw", "alice", "alice-pw", "app1").await?;
-        let max: String = probe.query_one("SHOW max_connections", &[]).await?.get(0);
-        let cap = (max.parse::<usize>()? / 100).max(1);
-        let mut holders = Vec::new();
-        for _ in 0..cap {
-            let c = ctx.client("pct", "alice", "alice-pw", "app1").await?;
-            c.batch_execute("BEGIN; SELECT 1").await?;
-            holders.push(c);
-        }
-        // The extra client needs a backend connection to log in (for the
-        // server's parameters) or for its first query: either way it waits
-        // for the borrow timeout and is told which limit it hit.
-        let started = std::time::Instant::now();
-        let err = match ctx.try_client("pct", "alice", "alice-pw", "app1").await {
-            Err(e) => e,
-            Ok(extra) => extra
-                .simple_query("SELECT 1")
-                .await
-                .err()
-                .context("a backend connection beyond the cap was opened")?,
-        };
-        ensure!(err.code() == Some(&SqlState::TOO_MANY_CONNECTIONS), "{err:?}");
-        ensure!(crate::db_message(&err).contains("max_connections_percent"), "{err:?}");
-        ensure!(
-            started.elapsed() >= Duration::from_millis(900),
-            "gave up before the borrow timeout"
-        );
-        for h in &holders {
-            h.batch_execute("COMMIT").await?;
-        }
-        let again = ctx.client("pct", "alice", "alice-pw", "app1").await?;
-        again.simple_query("SELECT 1").await?;
-        Ok(())
-    })
 }
 
 fn init_idle_lifetime(ctx: &Ctx) -> Result<()> {

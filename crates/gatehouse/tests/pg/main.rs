@@ -5,6 +5,7 @@
 
 mod auth;
 mod bad_input;
+mod differential;
 mod limits;
 mod queries;
 mod raw;
@@ -199,12 +200,25 @@ name = "pct"
 engine = "postgres"
 backends = [{backends}]
 monitor_secret = "superuser"
-pool = {{ size = 10, borrow_timeout = "1s", max_connections_percent = 1, init_query = "SET work_mem = '3MB'", server_lifetime = "1s" }}
+pool = {{ size = 10, borrow_timeout = "1s", max_connections_percent = 1 }}
 
 [[endpoints]]
 name = "pct"
 listen = "127.0.0.1:0"
 cluster = "pct"
+role = "read_write"
+
+[[clusters]]
+name = "life"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 4, init_query = "SET work_mem = '3MB'", server_lifetime = "1s" }}
+
+[[endpoints]]
+name = "life"
+listen = "127.0.0.1:0"
+cluster = "life"
 role = "read_write"
 idle_client_timeout = "2s"
 
@@ -320,6 +334,7 @@ fn setup() -> Result<Arc<Ctx>> {
     std::fs::create_dir_all(&dir)?;
     let opts = Options {
         pg_replicas: 1,
+        pg_max_connections: 400,
         ..Options::default()
     };
     let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
@@ -335,10 +350,12 @@ fn setup() -> Result<Arc<Ctx>> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "tls_only", "ro", "tiny", "solo", "tx", "tx10", "pct", "stmt"]
-            .iter()
-            .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
-            .collect::<Vec<_>>();
+        let endpoints = [
+            "rw", "tls_only", "ro", "tiny", "solo", "tx", "tx10", "pct", "life", "stmt",
+        ]
+        .iter()
+        .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
+        .collect::<Vec<_>>();
         let core = app.pg_core();
         tokio::spawn(gatehouse::run(app, async {
             let _ = rx.await;
@@ -366,6 +383,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(session::cases());
     cases.extend(bad_input::cases());
     cases.extend(txn::cases());
+    cases.extend(differential::cases());
     cases.extend(limits::cases());
     let ctx = if args.list {
         None

@@ -240,16 +240,29 @@ pub fn is_usable(conn: &mut PgConn) -> bool {
     matches!(conn.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
 }
 
-/// Connects with the monitor credentials and asks the server its role.
-pub async fn probe(addr: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
+/// Asks the server its role over `cached` (the monitor connection kept from
+/// the last probe) or a new connection with the monitor credentials; gives
+/// the connection back for next time when it is still good.
+pub async fn probe(
+    addr: &str,
+    secret: &Secret,
+    timeout: Duration,
+    cached: Option<PgConn>,
+) -> (Result<Probe, ProxyError>, Option<PgConn>) {
     let work = async {
-        let mut conn = connect_inner(addr, secret, "postgres").await?;
+        let mut conn = match cached {
+            Some(mut c) => {
+                if is_usable(&mut c) {
+                    c
+                } else {
+                    connect_inner(addr, secret, "postgres").await?
+                }
+            }
+            None => connect_inner(addr, secret, "postgres").await?,
+        };
         let rows = conn
             .control_query("SELECT pg_is_in_recovery(), current_setting('max_connections')")
             .await?;
-        let mut out = BytesMut::new();
-        messages::put_terminate(&mut out);
-        let _ = conn.stream.write_all(&out).await;
         let row = rows.first().ok_or_else(|| io_error(addr, "probe returned no row"))?;
         let in_recovery = matches!(row.first(), Some(Some(v)) if v.as_slice() == b"t");
         let max_connections = row
@@ -257,14 +270,18 @@ pub async fn probe(addr: &str, secret: &Secret, timeout: Duration) -> Result<Pro
             .and_then(|v| v.as_deref())
             .and_then(|v| std::str::from_utf8(v).ok())
             .and_then(|v| v.parse().ok());
-        Ok(Probe {
-            writable: !in_recovery,
-            max_connections,
-        })
+        Ok((
+            Probe {
+                writable: !in_recovery,
+                max_connections,
+            },
+            conn,
+        ))
     };
     match tokio::time::timeout(timeout, work).await {
-        Ok(r) => r,
-        Err(_) => Err(io_error(addr, "probe timed out")),
+        Ok(Ok((probe, conn))) => (Ok(probe), Some(conn)),
+        Ok(Err(e)) => (Err(e), None),
+        Err(_) => (Err(io_error(addr, "probe timed out")), None),
     }
 }
 

@@ -25,9 +25,12 @@ use crate::core::Core;
 use crate::engine::{ClientConn, Engine, Probe};
 use crate::error::{Condition, ProxyError};
 
-/// The PostgreSQL engine.
-#[derive(Debug, Default)]
-pub struct PgEngine;
+/// The PostgreSQL engine. It keeps one monitor connection per backend so
+/// health checks do not pay a SCRAM login every interval.
+#[derive(Default)]
+pub struct PgEngine {
+    probes: std::sync::Mutex<std::collections::HashMap<String, PgConn>>,
+}
 
 impl Engine for PgEngine {
     type Conn = PgConn;
@@ -56,7 +59,19 @@ impl Engine for PgEngine {
     }
 
     async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
-        backend::probe(backend, secret, timeout).await
+        let cached = self
+            .probes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(backend);
+        let (result, conn) = backend::probe(backend, secret, timeout, cached).await;
+        if let Some(conn) = conn {
+            self.probes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(backend.to_owned(), conn);
+        }
+        result
     }
 
     async fn cancel(&self, target: PgCancelTarget) -> Result<(), ProxyError> {

@@ -30,7 +30,7 @@ pub enum Pending {
     /// The proxy's own Parse of a statement the backend lacks: swallow the answer.
     InjectedParse(Arc<str>),
     /// The proxy's own Close of an evicted statement: swallow the answer.
-    InjectedClose,
+    InjectedClose(Arc<str>),
     /// An answer the proxy makes itself, sent when its turn comes.
     Synthetic(Bytes),
     /// The client ended a COPY FROM STDIN (CopyDone/CopyFail): no answer of
@@ -43,6 +43,8 @@ pub enum Pending {
 pub enum Event {
     /// The Parse failed (or was skipped after an error): not prepared.
     ParseFailed { proxy: Arc<str>, client: Option<Arc<str>> },
+    /// The proxy's Close was skipped after an error: still prepared.
+    CloseSkipped { proxy: Arc<str> },
 }
 
 /// What to do with one backend message.
@@ -98,6 +100,10 @@ impl ResponseQueue {
                     self.events.push(Event::ParseFailed { proxy, client: None });
                     return;
                 }
+                Pending::InjectedClose(proxy) => {
+                    self.events.push(Event::CloseSkipped { proxy });
+                    return;
+                }
                 _ => return,
             }
         }
@@ -148,7 +154,7 @@ impl ResponseQueue {
             return Disposition::Forward;
         };
         if tag == b'E' && !matches!(front, Pending::Query) {
-            let swallow = matches!(front, Pending::InjectedClose);
+            let swallow = matches!(front, Pending::InjectedClose(_));
             self.fail_to_sync();
             return if swallow {
                 Disposition::Swallow
@@ -164,7 +170,7 @@ impl ResponseQueue {
             Pending::Execute => (matches!(tag, b'C' | b'I' | b's'), Disposition::Forward),
             Pending::Query | Pending::Sync => (tag == b'Z', Disposition::Forward),
             Pending::InjectedParse(_) => (tag == b'1', Disposition::Swallow),
-            Pending::InjectedClose => (tag == b'3', Disposition::Swallow),
+            Pending::InjectedClose(_) => (tag == b'3', Disposition::Swallow),
             Pending::Synthetic(_) | Pending::CopyEnd => (false, Disposition::Forward),
         };
         if done {
@@ -188,6 +194,7 @@ impl ResponseQueue {
             match self.queue.pop_front() {
                 Some(Pending::Parse { proxy, client }) => self.events.push(Event::ParseFailed { proxy, client }),
                 Some(Pending::InjectedParse(proxy)) => self.events.push(Event::ParseFailed { proxy, client: None }),
+                Some(Pending::InjectedClose(proxy)) => self.events.push(Event::CloseSkipped { proxy }),
                 _ => {}
             }
         }
@@ -241,10 +248,20 @@ mod tests {
         assert_eq!(q.on_message(b'E'), Disposition::Forward);
         let events = q.take_events();
         assert_eq!(events.len(), 2);
+        // A Sync is still queued: a Close sent now is answered after it.
+        q.push(Pending::InjectedClose(name("gh_old")), &mut out);
+        assert!(q.take_events().is_empty());
         assert_eq!(q.on_message(b'Z'), Disposition::Forward);
         q.after(&mut out);
         assert!(out.is_empty(), "the synthetic answer after an error is never sent");
+        assert_eq!(q.on_message(b'3'), Disposition::Swallow);
         assert!(q.is_empty());
+        // While skipping to a Sync not yet sent, a Close is skipped too: the
+        // statement stays prepared.
+        q.push(Pending::Execute, &mut out);
+        assert_eq!(q.on_message(b'E'), Disposition::Forward);
+        q.push(Pending::InjectedClose(name("gh_kept")), &mut out);
+        assert_eq!(q.take_events(), vec![Event::CloseSkipped { proxy: name("gh_kept") }]);
     }
 
     #[test]

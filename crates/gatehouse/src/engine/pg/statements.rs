@@ -21,6 +21,9 @@ pub struct Statement {
     pub proxy: Arc<str>,
     pub query: Arc<str>,
     pub param_types: Bytes,
+    /// Executing it may change tracked parameters (SET, RESET, set_config,
+    /// DISCARD ALL): they are read back after the transaction it runs in.
+    pub touches_tracked: bool,
 }
 
 /// `gh_` + 128 bits of SHA-256 over the query and parameter types: fits

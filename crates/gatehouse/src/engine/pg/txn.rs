@@ -30,6 +30,10 @@ use crate::pool::{Lease, Pool};
 /// RowDescription of a very wide table); DataRow and CopyData stream.
 const CONTROL_HOLD_LIMIT: usize = 16 * 1024 * 1024;
 
+/// Owner of a backend's unnamed statement when nobody knows whose it is
+/// (session ids are never 0).
+const UNKNOWN_OWNER: (u64, u64) = (0, 0);
+
 /// Backend read-buffer growth step.
 const READ_CHUNK: usize = 32 * 1024;
 
@@ -288,14 +292,17 @@ impl<'a> TxSession<'a> {
     }
 
     /// What a statement's text does to session state.
-    fn note_effects(&mut self, sql: &str) {
+    /// Returns whether running `sql` may change tracked parameters (the
+    /// caller reads them back after the transaction in which it runs).
+    fn note_effects(&mut self, sql: &str) -> bool {
+        let mut touches = false;
         for effect in gatehouse_sql::classify_all(sql) {
             match effect {
                 Effect::None | Effect::Transaction(_) | Effect::Execute { .. } => {}
                 Effect::Set {
                     scope: Scope::Local, ..
                 } => {}
-                Effect::Set { name, .. } if tracked::is_tracked(&name) => self.readback = true,
+                Effect::Set { name, .. } if tracked::is_tracked(&name) => touches = true,
                 Effect::Set { name, .. } => {
                     if !self
                         .endpoint
@@ -307,9 +314,9 @@ impl<'a> TxSession<'a> {
                     }
                 }
                 Effect::Reset { name } if name == "role" || name == "session_authorization" => {}
-                Effect::Reset { .. } | Effect::ResetAll => self.readback = true,
+                Effect::Reset { .. } | Effect::ResetAll => touches = true,
                 Effect::Discard(DiscardKind::All) => {
-                    self.readback = true;
+                    touches = true;
                     self.forget_statements();
                 }
                 Effect::Discard(_) => {}
@@ -322,6 +329,7 @@ impl<'a> TxSession<'a> {
                 }
             }
         }
+        touches
     }
 
     /// DISCARD ALL / DEALLOCATE ALL: the client's statements are gone, and so
@@ -373,13 +381,17 @@ impl<'a> TxSession<'a> {
         match tag {
             b'Q' => {
                 let sql = messages::body(&msg).split_last().map(|(_, s)| s).unwrap_or_default();
-                self.note_effects(&String::from_utf8_lossy(sql));
+                if self.note_effects(&String::from_utf8_lossy(sql)) {
+                    self.readback = true;
+                }
                 self.to_backend.extend_from_slice(&msg);
                 self.queue.push(Pending::Query, &mut self.to_client);
             }
             b'P' => {
                 let p = extended::parse_parse(&msg).map_err(malformed)?;
-                self.note_effects(p.query);
+                // Effects on tracked parameters happen when the statement is
+                // executed (Bind), possibly in a later transaction.
+                let touches_tracked = self.note_effects(p.query);
                 let stmt = Statement {
                     proxy: if p.name.is_empty() {
                         Arc::from("")
@@ -388,11 +400,18 @@ impl<'a> TxSession<'a> {
                     },
                     query: Arc::from(p.query),
                     param_types: Bytes::copy_from_slice(p.param_types),
+                    touches_tracked,
                 };
                 self.client_parse(p.name.to_owned(), Arc::new(stmt), &msg);
             }
             b'B' => {
                 let b = extended::parse_bind(&msg).map_err(malformed)?;
+                let touches = if b.statement.is_empty() {
+                    self.registry.unnamed().is_some_and(|(_, st)| st.touches_tracked)
+                } else {
+                    self.registry.get(b.statement).is_some_and(|st| st.touches_tracked)
+                };
+                self.readback |= touches;
                 match self.resolve(b.statement) {
                     Some(proxy) => extended::put_bind(&mut self.to_backend, b.portal, &proxy, b.rest),
                     None => self.to_backend.extend_from_slice(&msg),
@@ -524,7 +543,8 @@ impl<'a> TxSession<'a> {
                     // this client gets "does not exist", as it would directly.
                     extended::put_target(&mut self.to_backend, b'C', b'S', "");
                     conn.unnamed_owner = None;
-                    self.queue.push(Pending::InjectedClose, &mut self.to_client);
+                    self.queue
+                        .push(Pending::InjectedClose(Arc::from("")), &mut self.to_client);
                 }
                 _ => {}
             }
@@ -554,7 +574,8 @@ impl<'a> TxSession<'a> {
             };
             conn.prepared.remove(&oldest);
             extended::put_target(&mut self.to_backend, b'C', b'S', &oldest);
-            self.queue.push(Pending::InjectedClose, &mut self.to_client);
+            // (`oldest` moves into the queue entry below.)
+            self.queue.push(Pending::InjectedClose(oldest), &mut self.to_client);
         }
     }
 
@@ -606,10 +627,21 @@ impl<'a> TxSession<'a> {
             }
             self.queue.after(&mut self.to_client);
             for event in self.queue.take_events() {
-                let Event::ParseFailed { proxy, client } = event;
-                conn.prepared.remove(&proxy);
-                if let Some(client) = client {
-                    self.registry.forget_failed(&client, &proxy);
+                match event {
+                    Event::ParseFailed { proxy, client } => {
+                        if proxy.is_empty() {
+                            // Whose unnamed statement the backend holds is now unknown.
+                            conn.unnamed_owner = Some(UNKNOWN_OWNER);
+                        }
+                        conn.prepared.remove(&proxy);
+                        if let Some(client) = client {
+                            self.registry.forget_failed(&client, &proxy);
+                        }
+                    }
+                    Event::CloseSkipped { proxy } if proxy.is_empty() => conn.unnamed_owner = Some(UNKNOWN_OWNER),
+                    Event::CloseSkipped { proxy } => {
+                        conn.prepared.insert(proxy, 0);
+                    }
                 }
             }
         }
