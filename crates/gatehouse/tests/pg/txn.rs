@@ -18,6 +18,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("txn::deallocate_all_affects_only_the_client", deallocate_all),
         ("txn::sqlx_statement_cache", sqlx_cache),
         ("txn::leak_check_over_thousands_of_transactions", leak_check),
+        (
+            "txn::idle_in_transaction_is_not_a_half_sent_message",
+            idle_in_transaction,
+        ),
     ]
 }
 
@@ -342,6 +346,20 @@ fn leak_check(ctx: &Ctx) -> Result<()> {
             total += t.await??;
         }
         ensure!(total == 900);
+        Ok(())
+    })
+}
+
+fn idle_in_transaction(ctx: &Ctx) -> Result<()> {
+    // The test config's client_message_timeout is 2 s: a client that sits
+    // in an open transaction longer than that must keep its session.
+    ctx.rt.block_on(async {
+        let c = ctx.client("tx10", "alice", "alice-pw", "app1").await?;
+        c.batch_execute("BEGIN; SELECT 1").await?;
+        tokio::time::sleep(std::time::Duration::from_millis(2600)).await;
+        let n: i32 = c.query_one("SELECT 5", &[]).await?.get(0);
+        ensure!(n == 5);
+        c.batch_execute("COMMIT").await?;
         Ok(())
     })
 }

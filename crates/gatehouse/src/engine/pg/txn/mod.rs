@@ -133,9 +133,16 @@ impl<'a> TxSession<'a> {
                 return End::Shutdown;
             }
             let idle = self.lease.is_none() && self.cbuf.is_empty();
-            let deadline = match (idle, self.endpoint.idle_client_timeout) {
-                (false, _) => Some(message_timeout),
-                (true, t) => t,
+            // Half a message may not hang longer than the message timeout;
+            // a client outside a transaction not longer than the idle
+            // timeout; a client idle inside its transaction is the server's
+            // business (idle_in_transaction_session_timeout).
+            let deadline = if !self.cbuf.is_empty() {
+                Some(message_timeout)
+            } else if idle {
+                self.endpoint.idle_client_timeout
+            } else {
+                None
             };
             let event = {
                 let cbuf = &mut self.cbuf;
