@@ -34,6 +34,23 @@ pub enum End {
     Shutdown,
 }
 
+impl End {
+    /// The error to send the client for this ending, if any.
+    pub fn into_error(self) -> Option<ProxyError> {
+        match self {
+            End::Terminated | End::ClientGone => None,
+            End::ClientError(e) => Some(e),
+            End::Shutdown => Some(ProxyError::new(
+                Condition::Shutdown,
+                "terminating connection due to administrator command",
+            )),
+            End::BackendGone(detail) => {
+                Some(ProxyError::new(Condition::BackendUnavailable, "server connection lost").with_detail(detail))
+            }
+        }
+    }
+}
+
 enum Event {
     /// `None`: the client left a message half sent for too long.
     Client(Option<std::io::Result<usize>>),

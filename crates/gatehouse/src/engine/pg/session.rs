@@ -297,23 +297,16 @@ async fn run_session(
     let end = relay.run(stream, lease.conn(), &mut shutdown).await;
     let target = cancel.slot.get();
     cancel.slot.set(None);
-    let error = match end {
-        End::Terminated | End::ClientGone => None,
-        End::ClientError(e) => Some(e),
-        End::Shutdown => Some(ProxyError::new(
-            Condition::Shutdown,
-            "terminating connection due to administrator command",
-        )),
-        End::BackendGone(detail) => {
-            drop(lease);
-            if relay.client_mid_output() {
-                // An error cannot be framed into a half-sent message: just close.
-                tracing::info!(detail, "server connection lost mid-message");
-                return Ok(());
-            }
-            return Err(ProxyError::new(Condition::BackendUnavailable, "server connection lost").with_detail(detail));
+    if let End::BackendGone(detail) = &end {
+        drop(lease);
+        if relay.client_mid_output() {
+            // An error cannot be framed into a half-sent message: just close.
+            tracing::info!(detail, "server connection lost mid-message");
+            return Ok(());
         }
-    };
+        return end.into_error().map_or(Ok(()), Err);
+    }
+    let error = end.into_error();
     if relay.backend_idle() {
         lease.release().await;
     } else {

@@ -111,17 +111,12 @@ impl<'a> TxSession<'a> {
                 drop(lease);
             }
         }
-        match end {
-            End::Terminated | End::ClientGone => None,
-            End::ClientError(e) => Some(e),
-            End::Shutdown => Some(ProxyError::new(
-                Condition::Shutdown,
-                "terminating connection due to administrator command",
-            )),
-            End::BackendGone(detail) => {
-                Some(ProxyError::new(Condition::BackendUnavailable, "server connection lost").with_detail(detail))
-            }
+        if matches!(end, End::BackendGone(_)) && self.b_remaining > 0 {
+            // An error cannot be framed into a half-sent message: just close.
+            tracing::info!(session = self.session_id, "server connection lost mid-message");
+            return None;
         }
+        end.into_error()
     }
 
     async fn relay(&mut self, client: &mut ClientStream) -> End {
