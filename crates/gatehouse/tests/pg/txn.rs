@@ -22,6 +22,11 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "txn::idle_in_transaction_is_not_a_half_sent_message",
             idle_in_transaction,
         ),
+        (
+            "txn::untracked_startup_parameter_pins_and_never_leaks",
+            untracked_startup_parameter,
+        ),
+        ("txn::cached_greeting_needs_no_backend", cached_greeting),
     ]
 }
 
@@ -360,6 +365,86 @@ fn idle_in_transaction(ctx: &Ctx) -> Result<()> {
         let n: i32 = c.query_one("SELECT 5", &[]).await?.get(0);
         ensure!(n == 5);
         c.batch_execute("COMMIT").await?;
+        Ok(())
+    })
+}
+
+/// Connects to the "tx" endpoint as alice with extra conninfo words.
+async fn client_with(ctx: &Ctx, extra: &str) -> Result<tokio_postgres::Client> {
+    let info = format!("{} {extra}", ctx.conninfo("tx", "alice", "alice-pw", "app1"));
+    let (client, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
+    tokio::spawn(conn);
+    Ok(client)
+}
+
+fn untracked_startup_parameter(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let before = ctx.core.stats.pins().get("startup_untracked").copied().unwrap_or(0);
+        let a = client_with(ctx, "options='-c work_mem=1234kB'").await?;
+        let after = ctx.core.stats.pins().get("startup_untracked").copied().unwrap_or(0);
+        ensure!(
+            after == before + 1,
+            "pin count for startup_untracked went {before} -> {after}"
+        );
+        let pid = text(&a, "SELECT pg_backend_pid()").await?;
+        let b = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+        for round in 0..10 {
+            ensure!(
+                text(&a, "SHOW work_mem").await? == ["1234kB"],
+                "round {round}: lost on its own session"
+            );
+            ensure!(
+                text(&a, "SELECT pg_backend_pid()").await? == pid,
+                "round {round}: pinned session moved"
+            );
+            let seen = text(&b, "SHOW work_mem").await?;
+            ensure!(
+                seen != ["1234kB"],
+                "round {round}: another client sees work_mem {seen:?}"
+            );
+        }
+        drop(a);
+        // Once the pinned client has left, its connection was reset before reuse.
+        for _ in 0..10 {
+            let c = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+            ensure!(
+                text(&c, "SHOW work_mem").await? != ["1234kB"],
+                "leaked after the session ended"
+            );
+        }
+        Ok(())
+    })
+}
+
+fn cached_greeting(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let app = "application_name=greeting_cache_check";
+        // The first login reads the greeting from a backend connection...
+        let first = client_with(ctx, app).await?;
+        ensure!(text(&first, "SHOW application_name").await? == ["greeting_cache_check"]);
+        drop(first);
+        // ...later ones need none: with every connection of the pool (size 2)
+        // inside a transaction, a login still completes at once.
+        let h1 = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+        let h2 = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+        h1.batch_execute("BEGIN; SELECT 1").await?;
+        h2.batch_execute("BEGIN; SELECT 1").await?;
+        ensure!(tx_backends(ctx) == 2, "holders use {} connections", tx_backends(ctx));
+        let quick = tokio::time::timeout(std::time::Duration::from_secs(2), client_with(ctx, app)).await;
+        let c = quick.context("login waited for a backend connection")??;
+        // Its first transaction waits for a connection, then sees its own value.
+        let query = tokio::spawn(async move { text(&c, "SHOW application_name").await });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        ensure!(
+            !query.is_finished(),
+            "a query ran while every connection was in a transaction"
+        );
+        h1.batch_execute("COMMIT").await?;
+        ensure!(query.await?? == ["greeting_cache_check"]);
+        h2.batch_execute("COMMIT").await?;
+        // Different startup parameters are a different greeting.
+        let other = client_with(ctx, "application_name=greeting_other").await?;
+        ensure!(text(&other, "SHOW application_name").await? == ["greeting_other"]);
         Ok(())
     })
 }

@@ -3,6 +3,7 @@
 //! [`backend`], and the mapping of proxy errors to SQLSTATEs.
 
 pub mod backend;
+pub mod greeting;
 pub mod login;
 pub mod pending;
 pub mod relay;
@@ -26,9 +27,12 @@ use crate::engine::{ClientConn, Engine, Probe};
 use crate::error::{Condition, ProxyError};
 
 /// The PostgreSQL engine. It keeps one monitor connection per backend so
-/// health checks do not pay a SCRAM login every interval.
+/// health checks do not pay a SCRAM login every interval, and the login
+/// greetings of pooled sessions.
 #[derive(Default)]
 pub struct PgEngine {
+    /// Login greetings of transaction-pooled sessions.
+    pub greetings: greeting::Greetings,
     probes: std::sync::Mutex<std::collections::HashMap<String, PgConn>>,
 }
 

@@ -10,6 +10,7 @@ use bytes::BytesMut;
 use gatehouse_proto_pg::messages;
 use tokio::io::AsyncWriteExt;
 
+use super::greeting::Greeting;
 use super::login::{self, Opening};
 use super::relay::{End, Relay};
 use super::stream::ClientStream;
@@ -20,7 +21,7 @@ use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine};
 use crate::error::{Condition, ProxyError};
-use crate::pool::PoolKey;
+use crate::pool::{Lease, Pool, PoolKey};
 
 /// Serves one accepted client connection.
 pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
@@ -231,65 +232,21 @@ async fn run_session(
     };
     let server_max = core.topology.max_connections(&cluster.name, &key.backend);
     let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max);
-    let mut lease = Box::pin(pool.lease()).await?;
-
-    // Whatever a previous client left in tracked parameters goes back to
-    // the server's defaults before this client's startup parameters apply.
-    let initial = lease.conn().initial.clone();
-    if let Err(e) = Box::pin(tracked::apply(lease.conn(), &initial)).await {
-        drop(lease);
-        return Err(e);
+    if endpoint.pool_mode != PoolMode::Session {
+        return Box::pin(run_pooled(core, endpoint, stream, pool, &wanted)).await;
     }
-    let conn = lease.conn();
-    let sets: Vec<String> = wanted
-        .iter()
-        .filter(|(k, v)| !conn.params.iter().any(|(n, cur)| n.eq_ignore_ascii_case(k) && cur == v))
-        .map(|(k, v)| format!("SET {k} = {}", quote_literal(v)))
-        .collect();
-    if !sets.is_empty()
-        && let Err(f) = Box::pin(conn.simple_query(&sets.join("; "))).await?
-    {
-        let mut out = BytesMut::new();
-        messages::put_error(&mut out, "FATAL", &f.code, &f.message);
-        let _ = stream.write_all(&out).await;
-        lease.release().await;
+    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, &wanted)).await? else {
         return Ok(());
-    }
-
+    };
     let cancel = core.cancels.register();
     cancel.slot.set(lease.conn().cancel_target());
-    let mut out = BytesMut::new();
-    messages::put_auth_ok(&mut out);
-    for (name, value) in &lease.conn().params {
-        messages::put_parameter_status(&mut out, name, value);
-    }
-    messages::put_backend_key(&mut out, cancel.id, cancel.secret);
-    messages::put_ready(&mut out, lease.conn().status);
-    let greeted = async {
-        stream.write_all(&out).await?;
-        stream.flush().await
-    };
-    if greeted.await.is_err() {
+    let conn = lease.conn();
+    if greet(stream, &conn.params, cancel.id, cancel.secret, conn.status)
+        .await
+        .is_err()
+    {
         lease.release().await;
         return Ok(());
-    }
-
-    if endpoint.pool_mode != PoolMode::Session {
-        let desired = match Box::pin(tracked::read(lease.conn())).await {
-            Ok(v) => v,
-            Err(e) => {
-                drop(lease);
-                return Err(e);
-            }
-        };
-        lease.conn().tracked = Some(desired.clone());
-        cancel.slot.set(None);
-        lease.recycle();
-        let mut tx = TxSession::new(core, endpoint, pool, &cancel, desired);
-        return match tx.run(stream).await {
-            Some(e) => Err(e),
-            None => Ok(()),
-        };
     }
     let proxy = &core.settings.proxy;
     let mut relay = Relay::new(proxy.max_message_bytes, proxy.client_message_timeout);
@@ -324,4 +281,125 @@ async fn run_session(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Borrows a backend connection and makes it the client's: tracked
+/// parameters back to the server's defaults (whatever a previous client
+/// left), then the client's startup parameters. `Ok(None)`: the server
+/// refused a startup parameter; the client has been told (FATAL) and the
+/// connection went back to the pool.
+async fn prepare_backend(
+    stream: &mut ClientStream,
+    pool: &Arc<Pool<PgEngine>>,
+    wanted: &[(String, String)],
+) -> Result<Option<Lease<PgEngine>>, ProxyError> {
+    let mut lease = Box::pin(pool.lease()).await?;
+    let initial = lease.conn().initial.clone();
+    if let Err(e) = Box::pin(tracked::apply(lease.conn(), &initial)).await {
+        drop(lease);
+        return Err(e);
+    }
+    let conn = lease.conn();
+    let sets: Vec<String> = wanted
+        .iter()
+        .filter(|(k, v)| !conn.params.iter().any(|(n, cur)| n.eq_ignore_ascii_case(k) && cur == v))
+        .map(|(k, v)| format!("SET {k} = {}", quote_literal(v)))
+        .collect();
+    if !sets.is_empty()
+        && let Err(f) = Box::pin(conn.simple_query(&sets.join("; "))).await?
+    {
+        let mut out = BytesMut::new();
+        messages::put_error(&mut out, "FATAL", &f.code, &f.message);
+        let _ = stream.write_all(&out).await;
+        lease.release().await;
+        return Ok(None);
+    }
+    Ok(Some(lease))
+}
+
+/// AuthenticationOk, the ParameterStatus list, BackendKeyData and
+/// ReadyForQuery: the end of a successful login.
+async fn greet(
+    stream: &mut ClientStream,
+    params: &[(String, String)],
+    cancel_id: u32,
+    cancel_secret: u32,
+    status: u8,
+) -> std::io::Result<()> {
+    let mut out = BytesMut::new();
+    messages::put_auth_ok(&mut out);
+    for (name, value) in params {
+        messages::put_parameter_status(&mut out, name, value);
+    }
+    messages::put_backend_key(&mut out, cancel_id, cancel_secret);
+    messages::put_ready(&mut out, status);
+    stream.write_all(&out).await?;
+    stream.flush().await
+}
+
+/// Login and relay of a transaction- or statement-pooled session. With a
+/// cached greeting for these startup parameters the login borrows nothing;
+/// otherwise one backend connection is borrowed to apply and read them back
+/// (and the greeting is cached). A startup parameter the proxy does not
+/// track cannot move between connections: the session is then pinned from
+/// the start, like a `SET` of it would pin it.
+async fn run_pooled(
+    core: &Core<PgEngine>,
+    endpoint: &EndpointSettings,
+    stream: &mut ClientStream,
+    pool: Arc<Pool<PgEngine>>,
+    wanted: &[(String, String)],
+) -> Result<(), ProxyError> {
+    let untracked = wanted.iter().find(|(k, _)| {
+        let name = k.to_ascii_lowercase();
+        !tracked::is_tracked(&name) && !endpoint.pinning_filter.iter().any(|f| f.eq_ignore_ascii_case(&name))
+    });
+    let cancel = core.cancels.register();
+    let now = std::time::Instant::now();
+    if untracked.is_none()
+        && let Some(g) = core.engine.greetings.get(pool.key(), wanted, now)
+    {
+        if greet(stream, &g.params, cancel.id, cancel.secret, b'I').await.is_err() {
+            return Ok(());
+        }
+        let mut tx = TxSession::new(core, endpoint, pool, &cancel, g.desired.clone());
+        return tx.run(stream).await.map_or(Ok(()), Err);
+    }
+    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, wanted)).await? else {
+        return Ok(());
+    };
+    let desired = match Box::pin(tracked::read(lease.conn())).await {
+        Ok(v) => v,
+        Err(e) => {
+            drop(lease);
+            return Err(e);
+        }
+    };
+    lease.conn().tracked = Some(desired.clone());
+    let conn = lease.conn();
+    if greet(stream, &conn.params, cancel.id, cancel.secret, conn.status)
+        .await
+        .is_err()
+    {
+        lease.release().await;
+        return Ok(());
+    }
+    let mut tx = match untracked {
+        Some((name, _)) => {
+            let mut tx = TxSession::new(core, endpoint, pool, &cancel, desired);
+            let detail = format!("startup parameter \"{name}\" is not tracked");
+            tx.start_pinned(lease, "startup_untracked", detail);
+            tx
+        }
+        None => {
+            let greeting = Greeting {
+                params: conn.params.clone(),
+                desired: desired.clone(),
+            };
+            core.engine.greetings.put(pool.key(), wanted, greeting, now);
+            lease.recycle();
+            TxSession::new(core, endpoint, pool, &cancel, desired)
+        }
+    };
+    tx.run(stream).await.map_or(Ok(()), Err)
 }

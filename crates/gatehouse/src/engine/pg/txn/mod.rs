@@ -282,6 +282,16 @@ impl<'a> TxSession<'a> {
         Ok(())
     }
 
+    /// Starts the session on `lease`, pinned for `code` (state set up at
+    /// login that cannot move).
+    pub fn start_pinned(&mut self, lease: Lease<PgEngine>, code: &'static str, detail: String) {
+        self.lease = Some(lease);
+        if let Some(l) = self.lease.as_mut() {
+            self.cancel.slot.set(l.conn().cancel_target());
+        }
+        self.pin(code, detail);
+    }
+
     fn pin(&mut self, code: &'static str, detail: String) {
         if self.pinned.is_none() {
             tracing::info!(
