@@ -43,7 +43,7 @@ start_gatehouse() {
   cat >"$dir/gatehouse.toml" <<TOML
 [proxy]
 log_filter = "warn"
-worker_threads = ${GH_WORKER_THREADS:-0}
+worker_threads = ${GH_WORKER_THREADS:-1}
 
 [[clusters]]
 name = "bench"

@@ -12,6 +12,7 @@
 #
 #   bench/pg-transaction.sh     # 10, 100, 1000 clients, 10 s runs, 2 rounds, 10,000 idle clients
 #   BENCH_CLIENTS="10 100" BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_IDLE=2000 bench/pg-transaction.sh
+#   BENCH_WORKLOADS="simple" BENCH_IDLE=0 ...   # only some workloads (simple prepared connect); no memory run
 #
 # PgBouncer before 1.21 has no protocol-level prepared statements in
 # transaction mode: its -M prepared runs fail and are reported as "failed".
@@ -29,6 +30,7 @@ read -r -a CLIENTS <<<"${BENCH_CLIENTS:-10 100 1000}"
 POOL=${BENCH_POOL:-20}
 CONNECT_CLIENTS=${BENCH_CONNECT_CLIENTS:-50}
 IDLE=${BENCH_IDLE:-10000}
+read -r -a WORKLOADS <<<"${BENCH_WORKLOADS:-simple prepared connect}"
 IDLE_HOLD=${BENCH_IDLE_HOLD:-10}
 # pgbench's -T includes its initial connections (sequential per thread, a
 # SCRAM exchange each: about 10-20 ms per client here), and its TPS excludes
@@ -176,15 +178,21 @@ idle_memory() {
 # Memory first, while the proxies are fresh and idle.
 memory="$DIR/memory.txt"
 : >"$memory"
-idle_memory gatehouse
-idle_memory pgbouncer
+if ((IDLE > 0)); then
+  idle_memory gatehouse
+  idle_memory pgbouncer
+fi
 
 results="$DIR/results.txt"
 : >"$results"
 cells=()
-for c in "${CLIENTS[@]}"; do cells+=("simple $c"); done
-for c in "${CLIENTS[@]}"; do cells+=("prepared $c"); done
-cells+=("connect $CONNECT_CLIENTS")
+for w in "${WORKLOADS[@]}"; do
+  case $w in
+    simple | prepared) for c in "${CLIENTS[@]}"; do cells+=("$w $c"); done ;;
+    connect) cells+=("connect $CONNECT_CLIENTS") ;;
+    *) echo "unknown workload $w (simple, prepared, connect)" >&2; exit 2 ;;
+  esac
+done
 for cell in "${cells[@]}"; do
   read -r w c <<<"$cell"
   for ((r = 1; r <= ROUNDS; r++)); do

@@ -109,10 +109,19 @@ fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.proxy.log_filter));
     tracing_subscriber::fmt().with_env_filter(filter).init();
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if settings.proxy.worker_threads > 0 {
-        builder.worker_threads(settings.proxy.worker_threads);
-    }
+    // One thread: a single event loop, no work stealing or cross-thread
+    // wake-ups (the cheapest per transaction where the proxy shares cores
+    // with the database and its clients). More: tokio's multi-thread runtime.
+    let mut builder = match settings.proxy.worker_threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            if n > 1 {
+                b.worker_threads(n);
+            }
+            b
+        }
+    };
     let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
         let app = gatehouse::App::bind(settings).await?;

@@ -97,7 +97,7 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
         shutdown_timeout: p.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
         max_message_bytes: usize::try_from(max).unwrap_or(usize::MAX),
         log_filter: p.log_filter.clone().unwrap_or_else(|| "info".into()),
-        worker_threads: p.worker_threads.as_ref().map_or(0, |w| *w.get_ref()),
+        worker_threads: p.worker_threads.as_ref().map_or(1, |w| *w.get_ref()),
     }
 }
 

@@ -49,7 +49,8 @@ pub struct Pool<E: Engine> {
     cluster: Arc<ClusterSettings>,
     share: Arc<BackendShare>,
     permits: Arc<Semaphore>,
-    idle: Mutex<Vec<Pooled<E::Conn>>>,
+    /// Boxed so a connection moves between pool and lease as a pointer.
+    idle: Mutex<Vec<Box<Pooled<E::Conn>>>>,
 }
 
 impl<E: Engine> Pool<E> {
@@ -122,12 +123,12 @@ impl<E: Engine> Pool<E> {
         if let Some(sql) = &self.cluster.init_query {
             self.engine.initialize(&mut conn, sql).await?;
         }
-        let pooled = Pooled {
+        let pooled = Box::new(Pooled {
             conn,
             created: now,
             idle_since: now,
             _slot: slot,
-        };
+        });
         Ok(Lease {
             pooled: Some(pooled),
             pool: self.clone(),
@@ -135,7 +136,7 @@ impl<E: Engine> Pool<E> {
         })
     }
 
-    fn pop_idle(&self) -> Option<Pooled<E::Conn>> {
+    fn pop_idle(&self) -> Option<Box<Pooled<E::Conn>>> {
         let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
         if p.is_some() {
             self.share.idle_left();
@@ -143,7 +144,7 @@ impl<E: Engine> Pool<E> {
         p
     }
 
-    fn push_idle(&self, mut p: Pooled<E::Conn>) {
+    fn push_idle(&self, mut p: Box<Pooled<E::Conn>>) {
         if self.expired(&p, Instant::now()) || !self.share.idle_entered() {
             return; // dropping closes it and frees its backend slot
         }
@@ -178,7 +179,7 @@ impl<E: Engine> Pool<E> {
 /// A backend connection lent to one client. Dropping it discards the
 /// connection; [`Lease::release`] resets it and [`Lease::recycle`] returns it.
 pub struct Lease<E: Engine> {
-    pooled: Option<Pooled<E::Conn>>,
+    pooled: Option<Box<Pooled<E::Conn>>>,
     pool: Arc<Pool<E>>,
     _permit: OwnedSemaphorePermit,
 }

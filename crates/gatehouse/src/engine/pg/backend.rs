@@ -42,7 +42,7 @@ pub struct PgConn {
     pub(crate) tracked: Option<super::tracked::Values>,
     /// Tracked parameters as the server set them up for this connection:
     /// what a new client starts from.
-    pub(crate) initial: Arc<super::tracked::Values>,
+    pub(crate) initial: super::tracked::Values,
     /// Proxy-named statements prepared here, with when each was last used.
     pub(crate) prepared: HashMap<Arc<str>, u64>,
     /// Which session's unnamed statement (session id, generation) is here.
@@ -149,7 +149,7 @@ pub async fn connect(addr: &str, secret: &Secret, database: &str, timeout: Durat
     let work = async {
         let mut conn = connect_inner(addr, secret, database).await?;
         let values = super::tracked::read(&mut conn).await?;
-        conn.initial = Arc::new(values.clone());
+        conn.initial = values.clone();
         conn.tracked = Some(values);
         Ok(conn)
     };

@@ -109,7 +109,7 @@ mod tests {
     fn greeting(tag: &str) -> Greeting {
         Greeting {
             params: vec![("application_name".into(), tag.into())],
-            desired: vec![tag.to_owned()],
+            desired: vec![tag.to_owned()].into(),
         }
     }
 

@@ -10,6 +10,7 @@ use bytes::BytesMut;
 use gatehouse_proto_pg::messages;
 use tokio::io::AsyncWriteExt;
 
+use super::backend::PgCancelTarget;
 use super::greeting::Greeting;
 use super::login::{self, Opening};
 use super::relay::{End, Relay};
@@ -17,30 +18,57 @@ use super::stream::ClientStream;
 use super::tracked;
 use super::txn::TxSession;
 use super::{PgEngine, send_fatal};
+use crate::cancel::CancelKey;
 use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine};
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey};
 
-/// Serves one accepted client connection.
+/// A client that has logged in: who it is and what it holds for its life.
+struct LoggedIn {
+    stream: ClientStream,
+    endpoint: Arc<EndpointSettings>,
+    tenant: Arc<Tenant>,
+    database: String,
+    params: Vec<(String, String)>,
+    _tenant_slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    _admission: Option<tokio::sync::OwnedSemaphorePermit>,
+    _drain: crate::app::DrainGuard,
+}
+
+/// Serves one accepted client connection. The login and the session-mode
+/// relay run in their own boxed futures, so what a transaction-pooled
+/// client holds between transactions is small.
 pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
+    let peer = client.peer;
+    let Some(mut session) = Box::pin(login(&core, client)).await else {
+        return;
+    };
+    if let Err(e) = start(&core, &mut session).await {
+        Box::pin(fail::<()>(Some(&mut session.stream), &e, peer)).await;
+    }
+}
+
+/// TLS, startup, cancel requests, admission and authentication, within the
+/// login timeout. `None`: the connection is done with (answered or failed).
+async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     let ClientConn {
         socket,
         peer,
         endpoint,
         admission,
-        drain: _drain,
+        drain,
     } = client;
     let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
     let mut stream = Some(ClientStream::Plain(socket));
     let opening = match tokio::time::timeout_at(deadline, Box::pin(login::negotiate(&mut stream, &endpoint))).await {
         Ok(Ok(Some(o))) => o,
-        Ok(Ok(None)) => return,
+        Ok(Ok(None)) => return None,
         Ok(Err(e)) => return fail(stream.as_mut(), &e, peer).await,
         Err(_) => return fail(stream.as_mut(), &login_timeout(), peer).await,
     };
-    let Some(mut stream) = stream else { return };
+    let mut stream = stream?;
     let (minor, params, unsupported) = match opening {
         Opening::Cancel { pid, secret } => {
             if let Some(target) = core.cancels.lookup(pid, secret)
@@ -48,7 +76,7 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
             {
                 tracing::info!(error = %e, "cancel request could not be delivered");
             }
-            return;
+            return None;
         }
         Opening::Startup {
             minor,
@@ -62,17 +90,24 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
     }
     let login = tokio::time::timeout_at(
         deadline,
-        Box::pin(admit(&core, &endpoint, &mut stream, minor, &params, &unsupported)),
+        Box::pin(admit(core, &endpoint, &mut stream, minor, &params, &unsupported)),
     );
-    let (tenant, database, _tenant_slot) = match login.await {
+    let (tenant, database, tenant_slot) = match login.await {
         Ok(Ok(Some(t))) => t,
-        Ok(Ok(None)) => return,
+        Ok(Ok(None)) => return None,
         Ok(Err(e)) => return fail(Some(&mut stream), &e, peer).await,
         Err(_) => return fail(Some(&mut stream), &login_timeout(), peer).await,
     };
-    if let Err(e) = Box::pin(run_session(&core, &endpoint, &mut stream, &tenant, &database, &params)).await {
-        fail(Some(&mut stream), &e, peer).await;
-    }
+    Some(LoggedIn {
+        stream,
+        endpoint,
+        tenant,
+        database,
+        params,
+        _tenant_slot: tenant_slot,
+        _admission: admission,
+        _drain: drain,
+    })
 }
 
 fn login_timeout() -> ProxyError {
@@ -82,11 +117,14 @@ fn login_timeout() -> ProxyError {
     )
 }
 
-async fn fail(stream: Option<&mut ClientStream>, e: &ProxyError, peer: std::net::SocketAddr) {
+/// Logs `e` and sends it to the client as FATAL; always `None` (the
+/// session is over).
+async fn fail<T>(stream: Option<&mut ClientStream>, e: &ProxyError, peer: std::net::SocketAddr) -> Option<T> {
     tracing::info!(%peer, kind = ?e.kind(), error = %e, "client session ended with an error");
     if let Some(s) = stream {
         send_fatal(s, e).await;
     }
+    None
 }
 
 /// Who the client turned out to be: tenant, database, tenant connection slot.
@@ -213,29 +251,40 @@ fn quote_literal(v: &str) -> String {
     format!("'{}'", v.replace('\'', "''"))
 }
 
-async fn run_session(
-    core: &Core<PgEngine>,
-    endpoint: &EndpointSettings,
-    stream: &mut ClientStream,
-    tenant: &Arc<Tenant>,
-    database: &str,
-    params: &[(String, String)],
-) -> Result<(), ProxyError> {
-    let wanted = session_parameters(params)?;
+/// Routes the logged-in client to its pool and serves it in the
+/// endpoint's pool mode.
+async fn start(core: &Core<PgEngine>, session: &mut LoggedIn) -> Result<(), ProxyError> {
+    let endpoint = session.endpoint.clone();
+    // Startup parameters matter only until the greeting: not kept.
+    let wanted = session_parameters(&std::mem::take(&mut session.params))?;
     let cluster = &endpoint.cluster;
     let backend = core.topology.route(&cluster.name, endpoint.role)?;
     let key = PoolKey {
         cluster: cluster.name.clone(),
         backend,
-        user: tenant.secret.user.clone(),
-        database: database.to_owned(),
+        user: session.tenant.secret.user.clone(),
+        database: session.database.clone(),
     };
     let server_max = core.topology.max_connections(&cluster.name, &key.backend);
-    let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max);
-    if endpoint.pool_mode != PoolMode::Session {
-        return Box::pin(run_pooled(core, endpoint, stream, pool, &wanted)).await;
+    let pool = core
+        .pools
+        .get(&core.engine, cluster, key, &session.tenant.secret, server_max);
+    let stream = &mut session.stream;
+    if endpoint.pool_mode == PoolMode::Session {
+        Box::pin(run_session(core, stream, pool, &wanted)).await
+    } else {
+        run_pooled(core, &endpoint, stream, pool, wanted).await
     }
-    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, &wanted)).await? else {
+}
+
+/// Session mode: one backend connection for the client's whole session.
+async fn run_session(
+    core: &Core<PgEngine>,
+    stream: &mut ClientStream,
+    pool: Arc<Pool<PgEngine>>,
+    wanted: &[(String, String)],
+) -> Result<(), ProxyError> {
+    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, wanted)).await? else {
         return Ok(());
     };
     let cancel = core.cancels.register();
@@ -337,36 +386,66 @@ async fn greet(
     stream.flush().await
 }
 
-/// Login and relay of a transaction- or statement-pooled session. With a
-/// cached greeting for these startup parameters the login borrows nothing;
-/// otherwise one backend connection is borrowed to apply and read them back
-/// (and the greeting is cached). A startup parameter the proxy does not
-/// track cannot move between connections: the session is then pinned from
-/// the start, like a `SET` of it would pin it.
+/// Login and relay of a transaction- or statement-pooled session.
 async fn run_pooled(
     core: &Core<PgEngine>,
     endpoint: &EndpointSettings,
     stream: &mut ClientStream,
     pool: Arc<Pool<PgEngine>>,
-    wanted: &[(String, String)],
+    wanted: Vec<(String, String)>,
 ) -> Result<(), ProxyError> {
+    let cancel = core.cancels.register();
+    let greeted = Box::pin(pooled_greeting(core, endpoint, stream, &pool, &wanted, &cancel)).await?;
+    drop(wanted);
+    let Some(start) = greeted else {
+        return Ok(());
+    };
+    let mut tx = Box::new(TxSession::new(core, endpoint, pool, &cancel, start.desired));
+    if let Some((lease, detail)) = start.pinned {
+        tx.start_pinned(lease, "startup_untracked", detail);
+    }
+    tx.run(stream).await.map_or(Ok(()), Err)
+}
+
+/// How a pooled session starts: its tracked values, and the lease it is
+/// pinned to from the start (with the reason), if any.
+struct PooledStart {
+    desired: tracked::Values,
+    pinned: Option<(Lease<PgEngine>, String)>,
+}
+
+/// Greets a pooled client. With a cached greeting for these startup
+/// parameters this borrows nothing; otherwise one backend connection is
+/// borrowed to apply and read them back (and the greeting is cached). A
+/// startup parameter the proxy does not track cannot move between
+/// connections: the session is then pinned from the start, like a `SET` of
+/// it would pin it. `Ok(None)`: the client is gone or was refused.
+async fn pooled_greeting(
+    core: &Core<PgEngine>,
+    endpoint: &EndpointSettings,
+    stream: &mut ClientStream,
+    pool: &Arc<Pool<PgEngine>>,
+    wanted: &[(String, String)],
+    cancel: &CancelKey<PgCancelTarget>,
+) -> Result<Option<PooledStart>, ProxyError> {
     let untracked = wanted.iter().find(|(k, _)| {
         let name = k.to_ascii_lowercase();
         !tracked::is_tracked(&name) && !endpoint.pinning_filter.iter().any(|f| f.eq_ignore_ascii_case(&name))
     });
-    let cancel = core.cancels.register();
     let now = std::time::Instant::now();
     if untracked.is_none()
         && let Some(g) = core.engine.greetings.get(pool.key(), wanted, now)
     {
         if greet(stream, &g.params, cancel.id, cancel.secret, b'I').await.is_err() {
-            return Ok(());
+            return Ok(None);
         }
-        let mut tx = TxSession::new(core, endpoint, pool, &cancel, g.desired.clone());
-        return tx.run(stream).await.map_or(Ok(()), Err);
+        return Ok(Some(PooledStart {
+            desired: g.desired.clone(),
+            pinned: None,
+        }));
     }
-    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, wanted)).await? else {
-        return Ok(());
+    let Some(mut lease) = Box::pin(prepare_backend(stream, pool, wanted)).await? else {
+        return Ok(None);
     };
     let desired = match Box::pin(tracked::read(lease.conn())).await {
         Ok(v) => v,
@@ -382,24 +461,20 @@ async fn run_pooled(
         .is_err()
     {
         lease.release().await;
-        return Ok(());
+        return Ok(None);
     }
-    let mut tx = match untracked {
-        Some((name, _)) => {
-            let mut tx = TxSession::new(core, endpoint, pool, &cancel, desired);
-            let detail = format!("startup parameter \"{name}\" is not tracked");
-            tx.start_pinned(lease, "startup_untracked", detail);
-            tx
-        }
-        None => {
-            let greeting = Greeting {
-                params: conn.params.clone(),
-                desired: desired.clone(),
-            };
-            core.engine.greetings.put(pool.key(), wanted, greeting, now);
-            lease.recycle();
-            TxSession::new(core, endpoint, pool, &cancel, desired)
-        }
+    if let Some((name, _)) = untracked {
+        let detail = format!("startup parameter \"{name}\" is not tracked");
+        return Ok(Some(PooledStart {
+            desired,
+            pinned: Some((lease, detail)),
+        }));
+    }
+    let greeting = Greeting {
+        params: conn.params.clone(),
+        desired: desired.clone(),
     };
-    tx.run(stream).await.map_or(Ok(()), Err)
+    core.engine.greetings.put(pool.key(), wanted, greeting, now);
+    lease.recycle();
+    Ok(Some(PooledStart { desired, pinned: None }))
 }

@@ -29,8 +29,9 @@ pub fn is_tracked(name: &str) -> bool {
     TRACKED.contains(&name)
 }
 
-/// Values of [`TRACKED`], in that order.
-pub type Values = Vec<String>;
+/// Values of [`TRACKED`], in that order; shared, since most sessions and
+/// connections hold the same (default) values.
+pub type Values = std::sync::Arc<Vec<String>>;
 
 fn literal(v: &str) -> String {
     format!("'{}'", v.replace('\'', "''"))
@@ -44,7 +45,7 @@ pub async fn read(conn: &mut PgConn) -> Result<Values, ProxyError> {
         .collect();
     let rows = conn.control_query(&format!("SELECT {}", columns.join(", "))).await?;
     let row = rows.into_iter().next().unwrap_or_default();
-    let values: Values = row
+    let values: Vec<String> = row
         .into_iter()
         .map(|v| v.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default())
         .collect();
@@ -54,7 +55,7 @@ pub async fn read(conn: &mut PgConn) -> Result<Values, ProxyError> {
             "could not read session parameters",
         ));
     }
-    Ok(values)
+    Ok(std::sync::Arc::new(values))
 }
 
 /// Makes `conn`'s tracked parameters equal to `wanted`, sending only the
@@ -64,7 +65,7 @@ pub async fn apply(conn: &mut PgConn, wanted: &Values) -> Result<(), ProxyError>
         Some(v) => v,
         None => read(conn).await?,
     };
-    if current == *wanted {
+    if std::sync::Arc::ptr_eq(&current, wanted) || current == *wanted {
         conn.tracked = Some(current);
         return Ok(());
     }

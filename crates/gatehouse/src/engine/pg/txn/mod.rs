@@ -98,8 +98,20 @@ impl<'a> TxSession<'a> {
     }
 
     /// Serves the client until it leaves; gives back or discards the lease.
+    /// Between transactions the session waits with a small future and holds
+    /// no buffers; the relay's larger state exists only while it is active,
+    /// so thousands of idle clients cost little memory.
     pub async fn run(&mut self, client: &mut ClientStream) -> Option<ProxyError> {
-        let end = self.relay(client).await;
+        let end = loop {
+            if self.is_idle()
+                && let Err(end) = self.wait_idle(client).await
+            {
+                break end;
+            }
+            if let Err(end) = Box::pin(self.relay(client)).await {
+                break end;
+            }
+        };
         tracing::debug!(session = self.session_id, ?end, pinned = ?self.pinned, "transaction-mode session ended");
         self.cancel.slot.set(None);
         let idle = self.queue.is_empty() && self.b_remaining == 0;
@@ -119,15 +131,52 @@ impl<'a> TxSession<'a> {
         end.into_error()
     }
 
-    async fn relay(&mut self, client: &mut ClientStream) -> End {
+    /// Outside a transaction with nothing buffered.
+    fn is_idle(&self) -> bool {
+        self.lease.is_none() && self.cbuf.is_empty()
+    }
+
+    /// Waits, holding no buffers, until the client sends something; ends the
+    /// session on shutdown or after the endpoint's idle timeout.
+    async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<(), End> {
+        self.cbuf = BytesMut::new();
+        self.bbuf = BytesMut::new();
+        self.to_backend = BytesMut::new();
+        self.to_client = BytesMut::new();
+        let mut shutdown = self.core.shutdown.clone();
+        if *shutdown.borrow_and_update() {
+            return Err(End::Shutdown);
+        }
+        let readable = async {
+            match self.endpoint.idle_client_timeout {
+                Some(t) => tokio::time::timeout(t, client.readable()).await.ok(),
+                None => Some(client.readable().await),
+            }
+        };
+        tokio::select! {
+            r = readable => match r {
+                Some(_) => Ok(()),
+                None => Err(End::ClientError(ProxyError::new(
+                    Condition::IdleTimeout,
+                    "terminating connection due to idle-session timeout",
+                ))),
+            },
+            _ = shutdown.changed() => Err(End::Shutdown),
+        }
+    }
+
+    /// Relays until the session is idle again (`Ok`) or ends (`Err`).
+    async fn relay(&mut self, client: &mut ClientStream) -> Result<(), End> {
         let mut shutdown = self.core.shutdown.clone();
         let mut closing = *shutdown.borrow();
         let message_timeout = self.core.settings.proxy.client_message_timeout;
+        let mut first = true;
         loop {
-            if closing && self.lease.is_none() && self.cbuf.is_empty() {
-                return End::Shutdown;
+            let idle = self.is_idle();
+            if idle && !first {
+                return Ok(());
             }
-            let idle = self.lease.is_none() && self.cbuf.is_empty();
+            first = false;
             // Half a message may not hang longer than the message timeout;
             // a client outside a transaction not longer than the idle
             // timeout; a client idle inside its transaction is the server's
@@ -143,14 +192,7 @@ impl<'a> TxSession<'a> {
                 let cbuf = &mut self.cbuf;
                 let bbuf = &mut self.bbuf;
                 let lease = &mut self.lease;
-                if idle {
-                    // An idle client holds no buffers: thousands of idle
-                    // clients cost little. Memory comes back on the next read.
-                    *cbuf = BytesMut::new();
-                    *bbuf = BytesMut::new();
-                    self.to_backend = BytesMut::new();
-                    self.to_client = BytesMut::new();
-                } else if lease.is_some() && bbuf.capacity() - bbuf.len() < 4096 {
+                if lease.is_some() && bbuf.capacity() - bbuf.len() < 4096 {
                     bbuf.reserve(READ_CHUNK);
                 }
                 let backend_read = async {
@@ -167,44 +209,37 @@ impl<'a> TxSession<'a> {
             };
             match event {
                 Event2::Client(None) if idle => {
-                    return End::ClientError(ProxyError::new(
+                    return Err(End::ClientError(ProxyError::new(
                         Condition::IdleTimeout,
                         "terminating connection due to idle-session timeout",
-                    ));
+                    )));
                 }
                 Event2::Client(None) => {
-                    return End::ClientError(ProxyError::new(
+                    return Err(End::ClientError(ProxyError::new(
                         Condition::ProtocolViolation,
                         format!("incomplete message from client: nothing received for {message_timeout:?}"),
-                    ));
+                    )));
                 }
-                Event2::Client(Some(Ok(0))) => return End::ClientGone,
+                Event2::Client(Some(Ok(0))) => return Err(End::ClientGone),
                 Event2::Client(Some(Err(e))) => {
                     tracing::debug!(error = %e, "client read failed");
-                    return End::ClientGone;
+                    return Err(End::ClientGone);
                 }
                 Event2::Client(Some(Ok(_))) => {
-                    if let Err(end) = self.client_messages().await {
-                        return end;
-                    }
-                    if let Err(end) = self.flush(client).await {
-                        return end;
-                    }
+                    self.client_messages().await?;
+                    self.flush(client).await?;
                 }
-                Event2::Backend(Ok(0)) => return End::BackendGone("server closed the connection".into()),
-                Event2::Backend(Err(e)) => return End::BackendGone(e.to_string()),
+                Event2::Backend(Ok(0)) => return Err(End::BackendGone("server closed the connection".into())),
+                Event2::Backend(Err(e)) => return Err(End::BackendGone(e.to_string())),
                 Event2::Backend(Ok(_)) => {
-                    if let Err(end) = self.backend_messages() {
-                        return end;
-                    }
-                    if let Err(end) = self.flush(client).await {
-                        return end;
-                    }
-                    if let Err(end) = self.maybe_release().await {
-                        return end;
-                    }
+                    self.backend_messages()?;
+                    self.flush(client).await?;
+                    self.maybe_release().await?;
                 }
                 Event2::Shutdown => closing = true,
+            }
+            if closing && self.is_idle() {
+                return Err(End::Shutdown);
             }
         }
     }
