@@ -149,7 +149,8 @@ impl<'a> TxSession<'a> {
         }
         let readable = async {
             match self.endpoint.idle_client_timeout {
-                Some(t) => tokio::time::timeout(t, client.readable()).await.ok(),
+                // Boxed: the timer is only paid for where a timeout is set.
+                Some(t) => Box::pin(tokio::time::timeout(t, client.readable())).await.ok(),
                 None => Some(client.readable().await),
             }
         };
