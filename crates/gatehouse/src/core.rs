@@ -24,6 +24,8 @@ pub struct Core<E: Engine> {
     /// Per-process seed for mock authentication of unknown users, so the
     /// same unknown name always sees the same salt.
     pub auth_mock_seed: [u8; 32],
+    /// Bounds concurrent password hashing (PBKDF2) off the network thread.
+    pub hashing: Arc<tokio::sync::Semaphore>,
     /// Becomes `true` when the proxy is shutting down.
     pub shutdown: watch::Receiver<bool>,
 }
@@ -55,6 +57,9 @@ impl<E: Engine> Core<E> {
             engine: Arc::new(engine),
             settings,
             auth_mock_seed: rand::random(),
+            hashing: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+            )),
             shutdown,
         }
     }

@@ -51,6 +51,12 @@ pub fn put_auth_ok(out: &mut BytesMut) {
     put_message(out, b'R', |b| b.put_i32(0));
 }
 
+/// `AuthenticationCleartextPassword`: the client answers with its password
+/// (or a token) in a PasswordMessage; only sent over TLS in practice.
+pub fn put_auth_cleartext(out: &mut BytesMut) {
+    put_message(out, b'R', |b| b.put_i32(3));
+}
+
 /// `AuthenticationMD5Password` with its salt.
 pub fn put_auth_md5(out: &mut BytesMut, salt: [u8; 4]) {
     put_message(out, b'R', |b| {

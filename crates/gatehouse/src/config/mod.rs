@@ -2,6 +2,7 @@
 //! it into the immutable [`Settings`] snapshot the proxy runs on
 //! ([`validate`], [`model`]). Every problem is reported with its line.
 
+mod credentials;
 pub mod model;
 pub mod raw;
 pub mod validate;

@@ -96,9 +96,24 @@ pub struct EndpointSettings {
     pub pinning_filter: Vec<String>,
     pub require_tls: bool,
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub client_auth: ClientAuth,
+    /// Tokens over plain TCP (local testing only): off by default.
+    pub allow_plaintext_tokens: bool,
 }
 
-/// How a tenant proves who it is.
+/// How an endpoint asks clients to authenticate. The method is the
+/// endpoint's, the same for every user name, so the exchange never tells
+/// whether a tenant exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// SCRAM-SHA-256 (or md5 for tenants stored with an md5 hash).
+    Scram,
+    /// A password sent as such (over TLS): a signed token for tenants that
+    /// accept tokens, or the tenant's password checked against its verifier.
+    Password,
+}
+
+/// How a tenant proves who it is with a password.
 #[derive(Debug, Clone)]
 pub enum TenantAuth {
     Scram(ScramVerifier),
@@ -113,7 +128,10 @@ pub struct Tenant {
     /// Most client connections this tenant may have open at once.
     pub max_client_connections: Option<u32>,
     pub secret: Arc<Secret>,
-    pub auth: TenantAuth,
+    /// The password verifier, if the tenant has a password.
+    pub auth: Option<TenantAuth>,
+    /// Whether the tenant may present a signed token as its password.
+    pub token: bool,
 }
 
 impl Tenant {
@@ -122,11 +140,12 @@ impl Tenant {
     }
 }
 
-/// Backend credentials. `Debug` never shows the password.
+/// Backend credentials. `Debug` never shows the password, which is wiped
+/// from memory when the secret is dropped.
 pub struct Secret {
     pub name: String,
     pub user: String,
-    pub password: String,
+    pub password: gatehouse_secrets::SecretValue,
 }
 
 impl fmt::Debug for Secret {
@@ -146,4 +165,6 @@ pub struct Settings {
     pub endpoints: Vec<Arc<EndpointSettings>>,
     pub tenants: HashMap<String, Arc<Tenant>>,
     pub secrets: HashMap<String, Arc<Secret>>,
+    /// Verifies tokens presented as passwords; `None` without `[tokens]`.
+    pub tokens: Option<Arc<gatehouse_token::Verifier>>,
 }

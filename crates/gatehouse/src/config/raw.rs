@@ -20,6 +20,30 @@ pub struct RawConfig {
     pub tenants: Vec<RawTenant>,
     #[serde(default)]
     pub secrets: Vec<RawSecret>,
+    pub secrets_store: Option<Spanned<RawSecretsStore>>,
+    pub tokens: Option<Spanned<RawTokens>>,
+}
+
+/// `[secrets_store]`: an encrypted secrets file (`gatehouse secrets ...`)
+/// whose entries join the `[[secrets]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSecretsStore {
+    pub file: String,
+    pub key_file: Option<String>,
+    pub key_env: Option<String>,
+}
+
+/// `[tokens]`: how signed tokens presented as passwords are verified.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTokens {
+    pub issuer: String,
+    pub jwks_file: Option<String>,
+    pub hs256_secret_file: Option<String>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub leeway: Option<Duration>,
+    pub cache_capacity: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -81,6 +105,8 @@ pub struct RawEndpoint {
     pub pinning_filter: Vec<String>,
     pub require_tls: Option<Spanned<bool>>,
     pub tls: Option<Spanned<RawTls>>,
+    pub client_auth: Option<Spanned<String>>,
+    pub allow_plaintext_tokens: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -99,6 +125,7 @@ pub struct RawTenant {
     pub max_client_connections: Option<u32>,
     pub scram_verifier: Option<Spanned<String>>,
     pub md5_hash: Option<Spanned<String>>,
+    pub token: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -111,3 +111,84 @@ fn an_empty_config_has_nothing_to_listen_on() {
     let p = problems("");
     assert!(p[0].message.contains("endpoints"), "{p:?}");
 }
+
+#[test]
+fn token_tenants_need_a_tokens_section() {
+    let text = good().replace("scram_verifier = \"", "token = true\nscram_verifier = \"");
+    let p = problems(&text);
+    assert!(p.iter().any(|p| p.message.contains("[tokens]")), "{p:?}");
+}
+
+#[test]
+fn password_endpoints_need_tls_or_explicit_plaintext() {
+    let text = good().replace(
+        "role = \"read_write\"",
+        "role = \"read_write\"\nclient_auth = \"password\"",
+    );
+    let p = problems(&text);
+    assert!(p.iter().any(|p| p.message.contains("needs [endpoints.tls]")), "{p:?}");
+    let allowed = text.replace(
+        "client_auth = \"password\"",
+        "client_auth = \"password\"\nallow_plaintext_tokens = true",
+    );
+    let s = parse(&allowed, Path::new(".")).unwrap();
+    assert_eq!(s.endpoints[0].client_auth, ClientAuth::Password);
+    let bad = good().replace(
+        "role = \"read_write\"",
+        "role = \"read_write\"\nclient_auth = \"kerberos\"",
+    );
+    assert!(problems(&bad).iter().any(|p| p.message.contains("unknown client_auth")));
+}
+
+#[test]
+fn tokens_section_loads_keys_and_token_only_tenants() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-config-tokens-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("hs.secret"), b"0123456789abcdef0123456789abcdef").unwrap();
+    let text = format!(
+        "{}\n[tokens]\nissuer = \"me\"\nhs256_secret_file = \"hs.secret\"\n\n[[tenants]]\nname = \"t\"\ndatabases = [\"t\"]\nsecret = \"admin\"\ntoken = true\n",
+        good()
+    );
+    let s = parse(&text, &dir).unwrap();
+    assert!(s.tokens.is_some());
+    let t = &s.tenants["t"];
+    assert!(t.token && t.auth.is_none());
+    let missing = text.replace("hs.secret", "nope.secret");
+    assert!(parse(&missing, &dir).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn secrets_store_entries_join_the_secrets_without_showing_them() {
+    use gatehouse_secrets::{MasterKey, SecretsFile};
+    let dir = std::env::temp_dir().join(format!("gatehouse-config-store-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = MasterKey::generate().unwrap();
+    std::fs::write(dir.join("master.key"), key.to_text().as_bytes()).unwrap();
+    let mut file = SecretsFile::new();
+    file.set(&key, "stored", "app_owner", "very-secret-pw").unwrap();
+    file.save(dir.join("secrets.toml")).unwrap();
+    let text = format!(
+        "{}\n[secrets_store]\nfile = \"secrets.toml\"\nkey_file = \"master.key\"\n",
+        good().replace("secret = \"admin\"", "secret = \"stored\"")
+    );
+    let s = parse(&text, &dir).unwrap();
+    let stored = &s.secrets["stored"];
+    assert_eq!(stored.user, "app_owner");
+    assert_eq!(stored.password.expose(), "very-secret-pw");
+    assert!(!format!("{s:?}").contains("very-secret-pw"));
+    // A wrong key is a configuration problem that shows no secret.
+    std::fs::write(
+        dir.join("master.key"),
+        MasterKey::generate().unwrap().to_text().as_bytes(),
+    )
+    .unwrap();
+    let p = parse(&text, &dir).unwrap_err();
+    assert!(p.to_string().contains("secrets_store"), "{p}");
+    assert!(!p.to_string().contains("very-secret-pw"));
+    // The same name in [[secrets]] and in the store is refused.
+    std::fs::write(dir.join("master.key"), key.to_text().as_bytes()).unwrap();
+    let dup = text.replace("name = \"admin\"\nuser", "name = \"stored\"\nuser");
+    assert!(parse(&dup, &dir).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

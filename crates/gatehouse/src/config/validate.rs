@@ -29,10 +29,10 @@ pub const DEFAULT_MAX_CONNECTIONS_PERCENT: u32 = 90;
 pub const DEFAULT_MAX_IDLE_PERCENT: u32 = 50;
 pub const DEFAULT_SERVER_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     text: &'a str,
-    base: &'a Path,
-    problems: Vec<Problem>,
+    pub(super) base: &'a Path,
+    pub(super) problems: Vec<Problem>,
 }
 
 impl Ctx<'_> {
@@ -40,7 +40,7 @@ impl Ctx<'_> {
         self.text[..offset.min(self.text.len())].matches('\n').count() + 1
     }
 
-    fn at<T>(&mut self, spanned: &Spanned<T>, message: impl Into<String>) {
+    pub(super) fn at<T>(&mut self, spanned: &Spanned<T>, message: impl Into<String>) {
         let line = Some(self.line_of(spanned.span().start));
         self.problems.push(Problem {
             line,
@@ -56,10 +56,14 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
         problems: Vec::new(),
     };
     let proxy = proxy_settings(&mut cx, &raw.proxy);
-    let secrets = secrets(&mut cx, &raw.secrets);
+    let mut secrets = secrets(&mut cx, &raw.secrets);
+    if let Some(store) = &raw.secrets_store {
+        super::credentials::secrets_store(&mut cx, store, &mut secrets);
+    }
+    let tokens = raw.tokens.as_ref().and_then(|t| super::credentials::tokens(&mut cx, t));
     let clusters = clusters(&mut cx, &raw.clusters, &secrets);
     let endpoints = endpoints(&mut cx, &raw.endpoints, &clusters);
-    let tenants = tenants(&mut cx, &raw.tenants, &secrets);
+    let tenants = tenants(&mut cx, &raw.tenants, &secrets, tokens.is_some());
     if endpoints.is_empty() && cx.problems.is_empty() {
         cx.problems.push(Problem {
             line: None,
@@ -75,6 +79,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
         endpoints,
         tenants,
         secrets,
+        tokens,
     })
 }
 
@@ -131,7 +136,7 @@ fn secrets(cx: &mut Ctx, raw: &[RawSecret]) -> HashMap<String, Arc<Secret>> {
         let secret = Secret {
             name: s.name.get_ref().clone(),
             user: s.user.clone(),
-            password,
+            password: password.into(),
         };
         out.insert(secret.name.clone(), Arc::new(secret));
     }
@@ -280,6 +285,27 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
         {
             cx.at(r, "require_tls needs an [endpoints.tls] section with cert and key");
         }
+        let client_auth = match e.client_auth.as_ref().map(|a| (a, a.get_ref().as_str())) {
+            None | Some((_, "scram")) => ClientAuth::Scram,
+            Some((_, "password")) => ClientAuth::Password,
+            Some((a, other)) => {
+                cx.at(
+                    a,
+                    format!("unknown client_auth \"{other}\" (expected \"scram\" or \"password\")"),
+                );
+                ClientAuth::Scram
+            }
+        };
+        if client_auth == ClientAuth::Password
+            && e.tls.is_none()
+            && !e.allow_plaintext_tokens.unwrap_or(false)
+            && let Some(a) = &e.client_auth
+        {
+            cx.at(
+                a,
+                "client_auth = \"password\" sends passwords and tokens: it needs [endpoints.tls] (or allow_plaintext_tokens = true for local testing)",
+            );
+        }
         if let (Some(listen), Some(cluster), Some(role), Some(pool_mode)) = (listen, cluster, role, pool_mode) {
             out.push(Arc::new(EndpointSettings {
                 name: e.name.get_ref().clone(),
@@ -292,13 +318,20 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 pinning_filter: e.pinning_filter.iter().map(|n| n.to_ascii_lowercase()).collect(),
                 require_tls,
                 tls,
+                client_auth,
+                allow_plaintext_tokens: e.allow_plaintext_tokens.unwrap_or(false),
             }));
         }
     }
     out
 }
 
-fn tenants(cx: &mut Ctx, raw: &[RawTenant], secrets: &HashMap<String, Arc<Secret>>) -> HashMap<String, Arc<Tenant>> {
+fn tenants(
+    cx: &mut Ctx,
+    raw: &[RawTenant],
+    secrets: &HashMap<String, Arc<Secret>>,
+    tokens_configured: bool,
+) -> HashMap<String, Arc<Tenant>> {
     let mut seen = HashMap::new();
     let mut out = HashMap::new();
     for t in raw {
@@ -307,6 +340,10 @@ fn tenants(cx: &mut Ctx, raw: &[RawTenant], secrets: &HashMap<String, Arc<Secret
             cx.at(&t.databases, "a tenant needs at least one database");
         }
         let secret = lookup_secret(cx, secrets, &t.secret);
+        let token = t.token.unwrap_or(false);
+        if token && !tokens_configured {
+            cx.at(&t.name, "token = true needs a [tokens] section (issuer and keys)");
+        }
         let auth = match (&t.scram_verifier, &t.md5_hash) {
             (Some(v), None) => match v.get_ref().parse::<ScramVerifier>() {
                 Ok(v) => Some(TenantAuth::Scram(v)),
@@ -324,21 +361,24 @@ fn tenants(cx: &mut Ctx, raw: &[RawTenant], secrets: &HashMap<String, Arc<Secret
                     None
                 }
             }
+            (None, None) if token => None,
             _ => {
                 cx.at(
                     &t.name,
-                    "a tenant needs exactly one of `scram_verifier` or `md5_hash` (see `gatehouse hash-password`)",
+                    "a tenant needs exactly one of `scram_verifier` or `md5_hash` (see `gatehouse hash-password`), or `token = true`",
                 );
                 None
             }
         };
-        if let (Some(secret), Some(auth)) = (secret, auth) {
+        let auth_ok = auth.is_some() || (token && t.scram_verifier.is_none() && t.md5_hash.is_none());
+        if let (Some(secret), true) = (secret, auth_ok) {
             let tenant = Tenant {
                 name: t.name.get_ref().clone(),
                 databases: t.databases.get_ref().clone(),
                 max_client_connections: t.max_client_connections,
                 secret,
                 auth,
+                token,
             };
             out.insert(tenant.name.clone(), Arc::new(tenant));
         }

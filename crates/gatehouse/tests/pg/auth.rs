@@ -87,11 +87,20 @@ fn refusals(ctx: &Ctx) -> Result<()> {
             crate::db_message(&e).contains("password authentication failed for user \"mallory\""),
             "{e:?}"
         );
-        // Another tenant's database is refused as if it did not exist.
+        // Another tenant's database and a database that does not exist get
+        // the same answer.
         let e = connect_err(ctx, "rw", "alice", "alice-pw", "app2").await?;
-        ensure!(e.code() == Some(&SqlState::INVALID_CATALOG_NAME), "{e:?}");
+        ensure!(
+            e.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION),
+            "{e:?}"
+        );
+        let other = crate::db_message(&e).replace("app2", "X");
         let e = connect_err(ctx, "rw", "alice", "alice-pw", "nosuchdb").await?;
-        ensure!(e.code() == Some(&SqlState::INVALID_CATALOG_NAME), "{e:?}");
+        ensure!(
+            e.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION),
+            "{e:?}"
+        );
+        ensure!(crate::db_message(&e).replace("nosuchdb", "X") == other, "{e:?}");
         // Plain text on a TLS-only endpoint.
         let e = connect_err(ctx, "tls_only", "alice", "alice-pw", "app1").await?;
         ensure!(

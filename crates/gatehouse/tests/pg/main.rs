@@ -10,6 +10,7 @@ mod limits;
 mod queries;
 mod raw;
 mod session;
+mod tokens;
 mod txn;
 
 use std::net::SocketAddr;
@@ -243,6 +244,40 @@ role = "read_write"
 pool_mode = "session"
 max_client_connections = 2
 
+[tokens]
+issuer = "gatehouse-test"
+hs256_secret_file = "{d}/token-hs256.secret"
+jwks_file = "{d}/jwks.json"
+
+[[endpoints]]
+name = "tok"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_write"
+client_auth = "password"
+tls = {{ cert = "{d}/server.pem", key = "{d}/server.key" }}
+
+[[endpoints]]
+name = "tok_plain"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_write"
+client_auth = "password"
+allow_plaintext_tokens = true
+
+[[tenants]]
+name = "tina"
+databases = ["app1"]
+secret = "owner"
+token = true
+
+[[tenants]]
+name = "tom"
+databases = ["app2"]
+secret = "owner"
+token = true
+scram_verifier = "{tom_verifier}"
+
 [[secrets]]
 name = "superuser"
 user = "{su}"
@@ -266,6 +301,7 @@ password = "not-checked"
         d = dir.display(),
         su = cluster.pg_user(),
         su_pw = cluster.pg_password(),
+        tom_verifier = ScramVerifier::from_password("tom-pw", &random_salt(), 4096),
     );
     for (name, pw, dbs, secret, md5) in TENANTS {
         let auth = if *md5 {
@@ -340,6 +376,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
     prepare_cluster(&cluster)?;
     let ca = tls_files(&dir)?;
+    tokens::key_files(&dir)?;
     let text = config_text(&cluster, &dir)?;
     std::fs::write(dir.join("gatehouse.toml"), &text)?;
     let settings = gatehouse::config::parse(&text, &dir).map_err(|p| anyhow::anyhow!("{p}"))?;
@@ -351,7 +388,18 @@ fn setup() -> Result<Arc<Ctx>> {
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let endpoints = [
-            "rw", "tls_only", "ro", "tiny", "solo", "tx", "tx10", "pct", "life", "stmt",
+            "rw",
+            "tls_only",
+            "ro",
+            "tiny",
+            "solo",
+            "tx",
+            "tx10",
+            "pct",
+            "life",
+            "stmt",
+            "tok",
+            "tok_plain",
         ]
         .iter()
         .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
@@ -385,6 +433,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(txn::cases());
     cases.extend(differential::cases());
     cases.extend(limits::cases());
+    cases.extend(tokens::cases());
     let ctx = if args.list {
         None
     } else {

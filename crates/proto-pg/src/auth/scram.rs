@@ -180,6 +180,14 @@ impl ScramVerifier {
         }
     }
 
+    /// Whether `password` is the one this verifier was made from: derives
+    /// the StoredKey (a full PBKDF2 run: costly by design) and compares it in
+    /// constant time.
+    pub fn verify_password(&self, password: &str) -> bool {
+        let derived = Self::from_password(password, &self.salt, self.iterations);
+        bool::from(derived.stored_key.ct_eq(&self.stored_key))
+    }
+
     /// The PBKDF2 iteration count.
     pub fn iterations(&self) -> u32 {
         self.iterations

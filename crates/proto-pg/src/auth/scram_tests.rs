@@ -270,3 +270,15 @@ fn client_final_rejections() {
     let mut fresh = ScramServer::new(verifier("pw"), NONCE);
     assert_eq!(fresh.client_final(b"c=biws"), Err(ScramError::OutOfOrder));
 }
+
+#[test]
+fn verify_password_accepts_only_the_password() {
+    let v = verifier("s3cret");
+    assert!(v.verify_password("s3cret"));
+    assert!(!v.verify_password("s3cret "));
+    assert!(!v.verify_password(""));
+    // A verifier parsed back from its text form checks the same way.
+    let parsed: ScramVerifier = v.to_string().parse().unwrap();
+    assert!(parsed.verify_password("s3cret"));
+    assert!(!parsed.verify_password("other"));
+}

@@ -177,7 +177,7 @@ async fn connect_inner(addr: &str, secret: &Secret, database: &str) -> Result<Pg
     };
     let hello = startup::startup_message([("user", secret.user.as_str()), ("database", database)]);
     conn.stream.write_all(&hello).await.map_err(|e| io_error(addr, e))?;
-    let mut auth = BackendStartup::new(&secret.user, Some(&secret.password));
+    let mut auth = BackendStartup::new(&secret.user, Some(secret.password.expose()));
     let mut out = BytesMut::new();
     loop {
         let msg = conn.read_message().await?;

@@ -4,8 +4,6 @@
 //! same exchange as known ones (a mock SCRAM) and fail like a wrong password,
 //! as PostgreSQL itself does, so the answer never reveals who exists.
 
-use std::sync::Arc;
-
 use bytes::{Buf, BytesMut};
 use gatehouse_proto_pg::auth::scram::{SCRAM_SHA_256, ScramError, ScramServer};
 use gatehouse_proto_pg::auth::{md5, random_md5_salt, random_nonce};
@@ -16,7 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
 use super::stream::ClientStream;
-use crate::config::{EndpointSettings, Tenant, TenantAuth};
+use crate::auth::Check;
+use crate::config::{ClientAuth, EndpointSettings, TenantAuth};
 use crate::error::{Condition, ProxyError};
 
 /// `PG_MAX_AUTH_TOKEN_LENGTH` (src/include/libpq/auth.h): the largest
@@ -177,18 +176,38 @@ fn auth_failed(user: &str) -> ProxyError {
     )
 }
 
-/// Authenticates `user` against `tenant` (or a mock exchange when `None`).
-/// `Ok(false)`: the client left mid-exchange (psql does this to prompt for a
-/// password).
+/// Authenticates the client with the endpoint's method: a password sent as
+/// such (a token or the tenant's password, see [`crate::auth`]) or SCRAM /
+/// md5 against `tenant` (a mock SCRAM exchange when `None`). `Ok(false)`:
+/// the client left mid-exchange (psql does this to prompt for a password).
 pub async fn authenticate(
     stream: &mut ClientStream,
-    user: &str,
-    tenant: Option<&Arc<Tenant>>,
-    mock_seed: &[u8],
+    method: ClientAuth,
+    check: &Check<'_>,
 ) -> Result<bool, ProxyError> {
+    let user = check.user;
     let mut out = BytesMut::new();
     let mut buf = BytesMut::new();
-    match tenant.map(|t| &t.auth) {
+    if method == ClientAuth::Password {
+        messages::put_auth_cleartext(&mut out);
+        send(stream, &mut out).await?;
+        let Some(msg) = read_auth_message(stream, &mut buf).await? else {
+            return Ok(false);
+        };
+        if !buf.is_empty() {
+            return Err(protocol("unexpected data after authentication"));
+        }
+        let raw = messages::parse_password(&msg).map_err(|e| protocol(e.to_string()))?;
+        let password = std::str::from_utf8(raw).map_err(|_| auth_failed(user))?;
+        return match check.password(password).await {
+            Ok(()) => Ok(true),
+            Err(reason) => {
+                tracing::info!(user, %reason, "password authentication refused");
+                Err(auth_failed(user))
+            }
+        };
+    }
+    match check.tenant.and_then(|t| t.auth.as_ref()) {
         Some(TenantAuth::Md5(stored)) => {
             let salt = random_md5_salt();
             messages::put_auth_md5(&mut out, salt);
@@ -204,7 +223,7 @@ pub async fn authenticate(
         scram => {
             let mut server = match scram {
                 Some(TenantAuth::Scram(v)) => ScramServer::new(v.clone(), random_nonce()),
-                _ => ScramServer::mock(user, mock_seed, random_nonce()),
+                _ => ScramServer::mock(user, check.mock_seed, random_nonce()),
             };
             messages::put_auth_sasl(&mut out, &[SCRAM_SHA_256]);
             send(stream, &mut out).await?;

@@ -18,8 +18,9 @@ use super::stream::ClientStream;
 use super::tracked;
 use super::txn::TxSession;
 use super::{PgEngine, send_fatal};
+use crate::auth::Check;
 use crate::cancel::CancelKey;
-use crate::config::{EndpointSettings, PoolMode, Tenant};
+use crate::config::{ClientAuth, EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine};
 use crate::error::{Condition, ProxyError};
@@ -173,7 +174,8 @@ async fn admit(
             "no PostgreSQL user name specified in startup packet",
         ));
     };
-    if endpoint.require_tls && !stream.is_tls() {
+    let password_over_plaintext = endpoint.client_auth == ClientAuth::Password && !endpoint.allow_plaintext_tokens;
+    if (endpoint.require_tls || password_over_plaintext) && !stream.is_tls() {
         return Err(ProxyError::new(
             Condition::NotAllowed,
             "this endpoint requires TLS (sslmode=require)",
@@ -195,7 +197,16 @@ async fn admit(
     }
     let database = param("database").filter(|d| !d.is_empty()).unwrap_or(user).to_owned();
     let tenant = core.settings.tenants.get(user);
-    if !login::authenticate(stream, user, tenant, &core.auth_mock_seed).await? {
+    let check = Check {
+        settings: &core.settings,
+        hashing: &core.hashing,
+        mock_seed: &core.auth_mock_seed,
+        tenant,
+        user,
+        database: &database,
+        audience: &endpoint.name,
+    };
+    if !login::authenticate(stream, endpoint.client_auth, &check).await? {
         return Ok(None);
     }
     // `authenticate` only succeeds for a known tenant (the mock never does).
@@ -206,9 +217,10 @@ async fn admit(
         ));
     };
     if !tenant.may_use(&database) {
+        // The same answer whether or not the database exists.
         return Err(ProxyError::new(
-            Condition::UnknownDatabase,
-            format!("database \"{database}\" does not exist"),
+            Condition::NotAllowed,
+            format!("no access to database \"{database}\" for user \"{user}\""),
         ));
     }
     let Some(slot) = core.tenant_slot(tenant) else {
