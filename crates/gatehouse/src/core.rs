@@ -14,6 +14,8 @@ use crate::topology::Topology;
 
 pub struct Core<E: Engine> {
     pub settings: Arc<Settings>,
+    /// Who may log in; replaced on reload (see [`Core::reload`]).
+    pub tenants: crate::tenants::Tenants,
     pub engine: Arc<E>,
     pub pools: Arc<Pools<E>>,
     /// Client connections per tenant, for tenants with a limit.
@@ -46,9 +48,18 @@ impl<E: Engine> Core<E> {
         sem.try_acquire_owned().ok().map(Some)
     }
 
+    /// Takes the tenants (and through them the backend credentials) of a
+    /// reloaded configuration. Pools pick up changed credentials on their
+    /// next use; other settings need a restart.
+    pub fn reload(&self, settings: &Settings) {
+        self.tenants.replace(settings.tenants.clone());
+        tracing::info!(tenants = settings.tenants.len(), "tenants and secrets reloaded");
+    }
+
     pub fn new(settings: Arc<Settings>, engine: E, shutdown: watch::Receiver<bool>) -> Self {
         let topology = Topology::new(&settings);
         Self {
+            tenants: crate::tenants::Tenants::new(settings.tenants.clone()),
             pools: Arc::new(Pools::new()),
             tenant_slots: Default::default(),
             topology,

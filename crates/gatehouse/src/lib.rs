@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod pool;
 pub mod stats;
+pub mod tenants;
 pub mod tls;
 pub mod topology;
 

@@ -13,6 +13,7 @@
 mod share;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -36,6 +37,8 @@ pub struct PoolKey {
 /// A connection with what the pool needs to know about it.
 struct Pooled<C> {
     conn: C,
+    /// The credentials generation it was opened with (see [`Pool::rotate`]).
+    generation: u64,
     created: Instant,
     idle_since: Instant,
     /// Its place in the backend's connection limit.
@@ -44,7 +47,11 @@ struct Pooled<C> {
 
 pub struct Pool<E: Engine> {
     key: PoolKey,
-    secret: Arc<Secret>,
+    /// The credentials new connections use. When a secret's password
+    /// changes, the generation moves on: connections of older generations
+    /// finish the work they are lent for and are closed instead of reused.
+    secret: Mutex<Arc<Secret>>,
+    generation: AtomicU64,
     engine: Arc<E>,
     cluster: Arc<ClusterSettings>,
     share: Arc<BackendShare>,
@@ -68,10 +75,33 @@ impl<E: Engine> Pool<E> {
         self.cluster.pool_size as usize - self.permits.available_permits()
     }
 
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Uses `secret` for new connections if its user or password differ
+    /// from the current one; returns whether they did.
+    pub fn rotate(&self, secret: &Arc<Secret>) -> bool {
+        let mut current = self.secret.lock().unwrap_or_else(PoisonError::into_inner);
+        if Arc::ptr_eq(&current, secret)
+            || (current.user == secret.user && current.password.expose() == secret.password.expose())
+        {
+            return false;
+        }
+        *current = secret.clone();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        drop(current);
+        // Idle connections of the old generation go now.
+        self.sweep();
+        true
+    }
+
     fn expired(&self, p: &Pooled<E::Conn>, now: Instant) -> bool {
-        self.cluster
-            .server_lifetime
-            .is_some_and(|l| now.duration_since(p.created) >= l)
+        p.generation != self.generation()
+            || self
+                .cluster
+                .server_lifetime
+                .is_some_and(|l| now.duration_since(p.created) >= l)
             || self
                 .cluster
                 .server_idle_timeout
@@ -111,11 +141,13 @@ impl<E: Engine> Pool<E> {
             }
         }
         let slot = self.share.acquire(deadline).await?;
+        let generation = self.generation();
+        let secret = self.secret.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut conn = self
             .engine
             .connect(
                 &self.key.backend,
-                &self.secret,
+                &secret,
                 &self.key.database,
                 self.cluster.connect_timeout,
             )
@@ -125,6 +157,7 @@ impl<E: Engine> Pool<E> {
         }
         let pooled = Box::new(Pooled {
             conn,
+            generation,
             created: now,
             idle_since: now,
             _slot: slot,
@@ -251,12 +284,16 @@ impl<E: Engine> Pools<E> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(p) = map.get(&key) {
             p.share.learn_server_max(server_max_connections);
+            if p.rotate(secret) {
+                tracing::info!(user = %p.key.user, database = %p.key.database, "backend credentials changed: new connections use them, old ones are replaced");
+            }
             return p.clone();
         }
         let share = self.share(cluster, &key.backend, server_max_connections);
         let pool = Arc::new(Pool {
             key: key.clone(),
-            secret: secret.clone(),
+            secret: Mutex::new(secret.clone()),
+            generation: AtomicU64::new(0),
             engine: engine.clone(),
             cluster: cluster.clone(),
             share,

@@ -196,12 +196,12 @@ async fn admit(
             .map_err(|e| ProxyError::new(Condition::ProtocolViolation, "write failed").with_detail(e.to_string()))?;
     }
     let database = param("database").filter(|d| !d.is_empty()).unwrap_or(user).to_owned();
-    let tenant = core.settings.tenants.get(user);
+    let tenant = core.tenants.get(user);
     let check = Check {
         settings: &core.settings,
         hashing: &core.hashing,
         mock_seed: &core.auth_mock_seed,
-        tenant,
+        tenant: tenant.as_ref(),
         user,
         database: &database,
         audience: &endpoint.name,
@@ -223,7 +223,7 @@ async fn admit(
             format!("no access to database \"{database}\" for user \"{user}\""),
         ));
     }
-    let Some(slot) = core.tenant_slot(tenant) else {
+    let Some(slot) = core.tenant_slot(&tenant) else {
         return Err(ProxyError::new(
             Condition::TooManyConnections,
             format!(
@@ -233,7 +233,7 @@ async fn admit(
             ),
         ));
     };
-    Ok(Some((tenant.clone(), database, slot)))
+    Ok(Some((tenant, database, slot)))
 }
 
 /// Startup parameters the client asked for, as (name, value) to SET on the
