@@ -1,5 +1,8 @@
-//! The `gatehouse` command: run the proxy, check a configuration, and make
-//! the password verifiers tenants are configured with.
+//! The `gatehouse` command: run the proxy, check a configuration, make the
+//! password verifiers tenants are configured with, manage the encrypted
+//! secrets file (`secrets`), and mint development tokens (`token`).
+
+mod cli;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +44,12 @@ enum Command {
         #[arg(long)]
         md5: bool,
     },
+    /// Manage the encrypted secrets file (backend credentials).
+    #[command(subcommand)]
+    Secrets(cli::secrets::SecretsCommand),
+    /// Mint development tokens (JWT) and JWKS documents.
+    #[command(subcommand)]
+    Token(cli::token::TokenCommand),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +58,8 @@ fn main() -> ExitCode {
         Command::Run { config } => run(config),
         Command::CheckConfig { file } => check(&file),
         Command::HashPassword { user, md5 } => hash_password(user, md5),
+        Command::Secrets(command) => cli::secrets::run(command),
+        Command::Token(command) => cli::token::run(command),
     };
     match result {
         Ok(code) => code,

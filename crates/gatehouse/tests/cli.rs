@@ -1,5 +1,7 @@
 //! The `gatehouse` command line: check-config reports every problem with its
-//! line, hash-password produces verifiers the config accepts.
+//! line, hash-password produces verifiers the config accepts, `secrets`
+//! manages the encrypted store without leaking passwords, and `token` mints
+//! tokens the verifier accepts.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -100,4 +102,303 @@ md5_hash = "{md5}"
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8(out.stdout).unwrap().contains("2 tenants"));
     let _ = std::fs::remove_file(path);
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("gatehouse-cli-{}-{label}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `cmd` with `stdin` on standard input.
+fn run_with_stdin(cmd: &mut Command, stdin: &str) -> std::process::Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn run_ok(cmd: &mut Command, stdin: &str) -> String {
+    let out = run_with_stdin(cmd, stdin);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `gatehouse secrets SUB --file FILE --key-file KEY ARGS...`
+fn secrets(sub: &str, file: &std::path::Path, key: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = gatehouse();
+    cmd.args(["secrets", sub, "--file"])
+        .arg(file)
+        .arg("--key-file")
+        .arg(key)
+        .args(args);
+    cmd
+}
+
+#[test]
+fn secrets_lifecycle_never_leaks_the_password() {
+    const PASSWORD: &str = "Sup3r-s3cret-backend-pw";
+    const ROTATED: &str = "An0ther-s3cret-after-rotation";
+    let dir = TempDir::new("secrets");
+    let key = dir.join("master.key");
+    let file = dir.join("secrets.toml");
+
+    let out = run_ok(gatehouse().args(["secrets", "keygen", "--out"]).arg(&key), "");
+    assert!(out.contains("master.key"), "{out}");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // keygen never overwrites.
+    let before = std::fs::read(&key).unwrap();
+    let out = gatehouse()
+        .args(["secrets", "keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read(&key).unwrap(), before);
+
+    let out = run_ok(
+        &mut secrets("set", &file, &key, &["--name", "demo_backend", "--user", "demo_owner"]),
+        &format!("{PASSWORD}\r\n"),
+    );
+    assert_eq!(out.trim(), "set demo_backend (version 1)");
+
+    let out = run_ok(&mut secrets("list", &file, &key, &[]), "");
+    assert!(out.starts_with("demo_backend demo_owner 1 "), "{out}");
+    assert_eq!(out.lines().count(), 1);
+    assert!(!out.contains(PASSWORD));
+
+    let out = run_ok(&mut secrets("get", &file, &key, &["--name", "demo_backend"]), "");
+    assert!(out.starts_with("demo_backend demo_owner 1 "), "{out}");
+    assert_eq!(out.lines().count(), 1);
+    assert!(!out.contains(PASSWORD));
+
+    let out = run_ok(
+        &mut secrets("get", &file, &key, &["--name", "demo_backend", "--show-password"]),
+        "",
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("demo_backend demo_owner 1 "), "{out}");
+    assert_eq!(lines[1], PASSWORD);
+
+    let out = run_ok(
+        &mut secrets("rotate", &file, &key, &["--name", "demo_backend"]),
+        &format!("{ROTATED}\n"),
+    );
+    assert_eq!(out.trim(), "rotated demo_backend (version 2)");
+    let out = run_ok(
+        &mut secrets("get", &file, &key, &["--name", "demo_backend", "--show-password"]),
+        "",
+    );
+    assert!(out.starts_with("demo_backend demo_owner 2 "), "{out}");
+    assert_eq!(out.lines().nth(1), Some(ROTATED));
+
+    // A wrong key fails, says why, and shows no password; nor does writing
+    // with it change the file.
+    let wrong = dir.join("wrong.key");
+    run_ok(gatehouse().args(["secrets", "keygen", "--out"]).arg(&wrong), "");
+    let on_disk = std::fs::read_to_string(&file).unwrap();
+    for (sub, args, stdin) in [
+        ("get", vec!["--name", "demo_backend", "--show-password"], ""),
+        ("set", vec!["--name", "other", "--user", "u"], "x\n"),
+        ("rotate", vec!["--name", "demo_backend"], "x\n"),
+        ("remove", vec!["--name", "demo_backend"], ""),
+    ] {
+        let out = run_with_stdin(&mut secrets(sub, &file, &wrong, &args), stdin);
+        assert!(!out.status.success(), "{sub} with a wrong key succeeded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("decryption failed"), "{sub}: {err}");
+        let shown = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
+        assert!(!shown.contains(PASSWORD) && !shown.contains(ROTATED), "{sub}: {shown}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            on_disk,
+            "{sub} changed the file"
+        );
+    }
+
+    assert!(!on_disk.contains(PASSWORD) && !on_disk.contains(ROTATED), "{on_disk}");
+    assert!(on_disk.contains("demo_owner"));
+
+    // Unknown names, then removal.
+    let out = run_with_stdin(&mut secrets("rotate", &file, &key, &["--name", "nope"]), "x\n");
+    assert!(!out.status.success());
+    let out = run_ok(&mut secrets("remove", &file, &key, &["--name", "demo_backend"]), "");
+    assert_eq!(out.trim(), "removed demo_backend");
+    assert_eq!(run_ok(&mut secrets("list", &file, &key, &[]), ""), "");
+}
+
+#[test]
+fn secrets_set_refuses_empty_input_and_reads_the_key_from_the_environment() {
+    const VAR: &str = "GATEHOUSE_CLI_TEST_MASTER_KEY";
+    let dir = TempDir::new("secrets-env");
+    let file = dir.join("secrets.toml");
+    let key_text = run_ok(gatehouse().args(["secrets", "keygen"]), "");
+    let key_text = key_text.trim().to_string();
+    assert_eq!(key_text.len(), 44, "{key_text}");
+
+    let with_env = |sub: &str, args: &[&str]| {
+        let mut cmd = gatehouse();
+        cmd.args(["secrets", sub, "--file"])
+            .arg(&file)
+            .args(["--key-env", VAR])
+            .args(args)
+            .env(VAR, &key_text);
+        cmd
+    };
+    for empty in ["", "\n", "\r\n"] {
+        let out = run_with_stdin(&mut with_env("set", &["--name", "s", "--user", "u"]), empty);
+        assert!(!out.status.success(), "{empty:?} accepted");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no password"));
+        assert!(!file.exists());
+    }
+
+    let out = run_ok(
+        &mut with_env("set", &["--name", "s", "--user", "u"]),
+        "pw-from-env-key\n",
+    );
+    assert_eq!(out.trim(), "set s (version 1)");
+    let out = run_ok(&mut with_env("get", &["--name", "s", "--show-password"]), "");
+    assert_eq!(out.lines().nth(1), Some("pw-from-env-key"));
+    // list needs no key.
+    let out = run_ok(gatehouse().args(["secrets", "list", "--file"]).arg(&file), "");
+    assert!(out.starts_with("s u 1 "), "{out}");
+
+    // Key arguments: exactly one is required, and an unset variable fails.
+    let out = gatehouse()
+        .args(["secrets", "get", "--name", "s", "--file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let out = gatehouse()
+        .args(["secrets", "get", "--name", "s", "--key-env", VAR, "--file"])
+        .arg(&file)
+        .env_remove(VAR)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(VAR));
+}
+
+fn issue_token(key: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    gatehouse()
+        .args([
+            "token",
+            "issue",
+            "--tenant",
+            "alice",
+            "--database",
+            "app",
+            "--ttl",
+            "15m",
+        ])
+        .args(["--issuer", "https://issuer.test", "--audience", "rw", "--key"])
+        .arg(key)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn check_token(verifier: &gatehouse_token::Verifier, out: &std::process::Output) {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout.clone()).unwrap();
+    let token = token.trim();
+    let now = gatehouse_token::unix_seconds(std::time::SystemTime::now());
+    let claims = verifier.verify(token, "rw", now).unwrap();
+    assert_eq!(claims.tenant, "alice");
+    assert_eq!(claims.database, "app");
+    assert!(
+        claims.expires_at.abs_diff(now + 15 * 60) <= 5,
+        "exp {} vs now {now}",
+        claims.expires_at
+    );
+    // Not for another endpoint.
+    assert!(verifier.verify(token, "ro", now).is_err());
+}
+
+#[test]
+fn token_issue_makes_tokens_the_verifier_accepts() {
+    use gatehouse_token::{KeySet, Verifier, VerifierConfig};
+    let dir = TempDir::new("token");
+
+    // EC P-256 from a PEM, verified through the JWKS `token jwks` prints.
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let private = dir.join("ec.pem");
+    let public = dir.join("ec.pub.pem");
+    std::fs::write(&private, pair.serialize_pem()).unwrap();
+    std::fs::write(&public, pair.public_key_pem()).unwrap();
+    let jwks_out = gatehouse()
+        .args(["token", "jwks", "--kid", "k1", "--public-key"])
+        .arg(&public)
+        .output()
+        .unwrap();
+    assert!(
+        jwks_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&jwks_out.stderr)
+    );
+    let jwks = String::from_utf8(jwks_out.stdout).unwrap();
+    assert!(jwks.contains("\"ES256\"") && jwks.contains("\"k1\""), "{jwks}");
+    let mut keys = KeySet::new();
+    assert_eq!(keys.add_jwks_json(&jwks).unwrap(), 1);
+    let verifier = Verifier::new(VerifierConfig::new("https://issuer.test", keys)).unwrap();
+    check_token(&verifier, &issue_token(&private, &["--kid", "k1"]));
+
+    // HS256 from a shared secret file.
+    let secret = "an HS256 shared secret of at least 32 bytes";
+    let secret_file = dir.join("hs256.secret");
+    std::fs::write(&secret_file, format!("{secret}\n")).unwrap();
+    let mut keys = KeySet::new();
+    keys.add_hs256_secret(secret.as_bytes(), None).unwrap();
+    let verifier = Verifier::new(VerifierConfig::new("https://issuer.test", keys)).unwrap();
+    check_token(&verifier, &issue_token(&secret_file, &["--hs256"]));
+
+    // Refused: a short HS256 secret, a public key as the signing key, a
+    // ttl that is not a duration, and a private key given to `token jwks`.
+    std::fs::write(dir.join("short.secret"), "short").unwrap();
+    let out = issue_token(&dir.join("short.secret"), &["--hs256"]);
+    assert!(!out.status.success());
+    let out = issue_token(&public, &[]);
+    assert!(!out.status.success());
+    for ttl in ["garbage", "15 parsecs", "", "-5m"] {
+        let out = gatehouse()
+            .args(["token", "issue", "--tenant", "alice", "--database", "app", "--ttl", ttl])
+            .args(["--issuer", "i", "--audience", "rw", "--key"])
+            .arg(&private)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "ttl {ttl:?} accepted");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--ttl"), "{ttl:?}");
+    }
+    let out = gatehouse()
+        .args(["token", "jwks", "--public-key"])
+        .arg(&private)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a private key made a JWKS");
 }
