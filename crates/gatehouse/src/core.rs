@@ -48,11 +48,19 @@ impl<E: Engine> Core<E> {
         sem.try_acquire_owned().ok().map(Some)
     }
 
-    /// Takes the tenants (and through them the backend credentials) of a
-    /// reloaded configuration. Pools pick up changed credentials on their
-    /// next use; other settings need a restart.
+    /// Takes the tenants and backend credentials of a reloaded
+    /// configuration; other settings need a restart.
     pub fn reload(&self, settings: &Settings) {
         self.tenants.replace(settings.tenants.clone());
+        // Pools in use take the new credentials of their backend user now:
+        // sessions that logged in before the reload keep working.
+        for pool in self.pools.all() {
+            if let Some(secret) = settings.secrets.values().find(|s| s.user == pool.key().user)
+                && pool.rotate(secret)
+            {
+                tracing::info!(user = %pool.key().user, database = %pool.key().database, "backend credentials rotated");
+            }
+        }
         tracing::info!(tenants = settings.tenants.len(), "tenants and secrets reloaded");
     }
 

@@ -3,6 +3,7 @@
 //! ([`validate`], [`model`]). Every problem is reported with its line.
 
 mod credentials;
+mod directory;
 pub mod model;
 pub mod raw;
 pub mod validate;

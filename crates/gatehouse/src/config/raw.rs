@@ -58,6 +58,8 @@ pub struct RawProxy {
     pub max_message_bytes: Option<Spanned<u64>>,
     pub log_filter: Option<String>,
     pub worker_threads: Option<Spanned<usize>>,
+    /// A JSON-lines file of more tenants (one object a line).
+    pub tenant_directory: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -192,3 +192,43 @@ fn secrets_store_entries_join_the_secrets_without_showing_them() {
     assert!(parse(&dup, &dir).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn tenant_directory_lines_are_checked_with_their_line() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-config-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines = [
+        format!(r#"{{"name":"d1","databases":["d1"],"secret":"admin","scram_verifier":"{VERIFIER}"}}"#),
+        String::new(),
+        r#"{"name":"d2","databases":["d2"],"secret":"nope","md5_hash":"md5nothex"}"#.to_owned(),
+        r#"{"name":"app","databases":["x"],"secret":"admin","scram_verifier":"SCRAM-SHA-256$broken"}"#.to_owned(),
+        r#"{"name":"d4", "databases": "not a list", "secret":"SCRAM-SHA-256$4096:secretish"}"#.to_owned(),
+    ];
+    std::fs::write(dir.join("tenants.jsonl"), lines.join("\n")).unwrap();
+    let text = good().replace("[proxy]\n", "[proxy]\ntenant_directory = \"tenants.jsonl\"\n");
+    let p = match parse(&text, &dir) {
+        Ok(_) => panic!("expected problems"),
+        Err(p) => p.0,
+    };
+    let all: Vec<&str> = p.iter().map(|p| p.message.as_str()).collect();
+    assert!(
+        all.iter()
+            .any(|m| m.contains("tenants.jsonl:3: unknown secret \"nope\"")),
+        "{all:?}"
+    );
+    assert!(all.iter().any(|m| m.contains("tenants.jsonl:3: md5_hash")), "{all:?}");
+    assert!(
+        all.iter().any(|m| m.contains("tenants.jsonl:4: tenant name \"app\"")),
+        "{all:?}"
+    );
+    assert!(
+        all.iter().any(|m| m.contains("tenants.jsonl:5: not a tenant object")),
+        "{all:?}"
+    );
+    assert!(!all.iter().any(|m| m.contains("secretish")), "{all:?}");
+    // The good line alone loads.
+    std::fs::write(dir.join("tenants.jsonl"), &lines[0]).unwrap();
+    let s = parse(&text, &dir).unwrap();
+    assert!(s.tenants.contains_key("d1") && s.tenants.contains_key("app"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

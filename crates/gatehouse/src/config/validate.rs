@@ -63,7 +63,10 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
     let tokens = raw.tokens.as_ref().and_then(|t| super::credentials::tokens(&mut cx, t));
     let clusters = clusters(&mut cx, &raw.clusters, &secrets);
     let endpoints = endpoints(&mut cx, &raw.endpoints, &clusters);
-    let tenants = tenants(&mut cx, &raw.tenants, &secrets, tokens.is_some());
+    let mut tenants = tenants(&mut cx, &raw.tenants, &secrets, tokens.is_some());
+    if let Some(dir) = &raw.proxy.tenant_directory {
+        super::directory::load(&mut cx, dir, &secrets, tokens.is_some(), &mut tenants);
+    }
     if endpoints.is_empty() && cx.problems.is_empty() {
         cx.problems.push(Problem {
             line: None,
@@ -344,33 +347,22 @@ fn tenants(
         if token && !tokens_configured {
             cx.at(&t.name, "token = true needs a [tokens] section (issuer and keys)");
         }
-        let auth = match (&t.scram_verifier, &t.md5_hash) {
-            (Some(v), None) => match v.get_ref().parse::<ScramVerifier>() {
-                Ok(v) => Some(TenantAuth::Scram(v)),
-                Err(e) => {
-                    cx.at(v, format!("scram_verifier is not a SCRAM-SHA-256 verifier: {e}"));
-                    None
+        let auth = tenant_auth(
+            t.scram_verifier.as_ref().map(|v| v.get_ref().as_str()),
+            t.md5_hash.as_ref().map(|h| h.get_ref().as_str()),
+            token,
+        );
+        let (auth, auth_ok) = match auth {
+            Ok(a) => (a, true),
+            Err(e) => {
+                match (&t.scram_verifier, &t.md5_hash) {
+                    (Some(v), None) => cx.at(v, e),
+                    (None, Some(h)) => cx.at(h, e),
+                    _ => cx.at(&t.name, e),
                 }
-            },
-            (None, Some(h)) => {
-                let s = h.get_ref();
-                if s.len() == 35 && s.starts_with("md5") && s[3..].bytes().all(|b| b.is_ascii_hexdigit()) {
-                    Some(TenantAuth::Md5(s.clone()))
-                } else {
-                    cx.at(h, "md5_hash must be \"md5\" followed by 32 hex digits");
-                    None
-                }
-            }
-            (None, None) if token => None,
-            _ => {
-                cx.at(
-                    &t.name,
-                    "a tenant needs exactly one of `scram_verifier` or `md5_hash` (see `gatehouse hash-password`), or `token = true`",
-                );
-                None
+                (None, false)
             }
         };
-        let auth_ok = auth.is_some() || (token && t.scram_verifier.is_none() && t.md5_hash.is_none());
         if let (Some(secret), true) = (secret, auth_ok) {
             let tenant = Tenant {
                 name: t.name.get_ref().clone(),
@@ -384,4 +376,27 @@ fn tenants(
         }
     }
     out
+}
+
+/// A tenant's password method from its `scram_verifier` / `md5_hash`; a
+/// tenant with `token = true` may have none.
+pub(super) fn tenant_auth(scram: Option<&str>, md5: Option<&str>, token: bool) -> Result<Option<TenantAuth>, String> {
+    match (scram, md5) {
+        (Some(v), None) => v
+            .parse::<ScramVerifier>()
+            .map(|v| Some(TenantAuth::Scram(v)))
+            .map_err(|e| format!("scram_verifier is not a SCRAM-SHA-256 verifier: {e}")),
+        (None, Some(h)) => {
+            if h.len() == 35 && h.starts_with("md5") && h[3..].bytes().all(|b| b.is_ascii_hexdigit()) {
+                Ok(Some(TenantAuth::Md5(h.to_owned())))
+            } else {
+                Err("md5_hash must be \"md5\" followed by 32 hex digits".into())
+            }
+        }
+        (None, None) if token => Ok(None),
+        _ => Err(
+            "a tenant needs exactly one of `scram_verifier` or `md5_hash` (see `gatehouse hash-password`), or `token = true`"
+                .into(),
+        ),
+    }
 }

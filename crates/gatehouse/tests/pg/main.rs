@@ -9,6 +9,7 @@ mod differential;
 mod limits;
 mod queries;
 mod raw;
+mod reload;
 mod session;
 mod tokens;
 mod txn;
@@ -119,6 +120,7 @@ fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
     let mut text = format!(
         r#"
 [proxy]
+tenant_directory = "tenants.jsonl"
 login_timeout = "2s"
 client_message_timeout = "2s"
 max_message_bytes = 1048576
@@ -278,6 +280,17 @@ secret = "owner"
 token = true
 scram_verifier = "{tom_verifier}"
 
+[[tenants]]
+name = "rosa"
+databases = ["app1"]
+secret = "rot"
+scram_verifier = "{rosa_verifier}"
+
+[[secrets]]
+name = "rot"
+user = "rot_owner"
+password = "rot-pw-1"
+
 [[secrets]]
 name = "superuser"
 user = "{su}"
@@ -302,6 +315,7 @@ password = "not-checked"
         su = cluster.pg_user(),
         su_pw = cluster.pg_password(),
         tom_verifier = ScramVerifier::from_password("tom-pw", &random_salt(), 4096),
+        rosa_verifier = ScramVerifier::from_password("rosa-pw", &random_salt(), 4096),
     );
     for (name, pw, dbs, secret, md5) in TENANTS {
         let auth = if *md5 {
@@ -328,6 +342,7 @@ fn prepare_cluster(cluster: &Cluster) -> Result<()> {
         "SET password_encryption = 'md5'; CREATE ROLE md5_owner LOGIN PASSWORD 'md5-pw'",
     )?;
     cluster.pg_sql(&p, "postgres", "CREATE ROLE trust_owner LOGIN")?;
+    cluster.pg_sql(&p, "postgres", "CREATE ROLE rot_owner LOGIN PASSWORD 'rot-pw-1'")?;
     for db in ["app1", "app2"] {
         cluster.pg_sql(&p, "postgres", &format!("CREATE DATABASE {db} OWNER app_owner"))?;
         cluster.pg_sql(&p, db, "GRANT ALL ON SCHEMA public TO PUBLIC")?;
@@ -377,6 +392,7 @@ fn setup() -> Result<Arc<Ctx>> {
     prepare_cluster(&cluster)?;
     let ca = tls_files(&dir)?;
     tokens::key_files(&dir)?;
+    reload::write_directory(&dir, &["dora"])?;
     let text = config_text(&cluster, &dir)?;
     std::fs::write(dir.join("gatehouse.toml"), &text)?;
     let settings = gatehouse::config::parse(&text, &dir).map_err(|p| anyhow::anyhow!("{p}"))?;
@@ -434,6 +450,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(differential::cases());
     cases.extend(limits::cases());
     cases.extend(tokens::cases());
+    cases.extend(reload::cases());
     let ctx = if args.list {
         None
     } else {
