@@ -10,6 +10,7 @@ mod limits;
 mod queries;
 mod raw;
 mod reload;
+mod scale;
 mod session;
 mod tokens;
 mod txn;
@@ -451,6 +452,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(limits::cases());
     cases.extend(tokens::cases());
     cases.extend(reload::cases());
+    cases.extend(scale::cases());
     let ctx = if args.list {
         None
     } else {

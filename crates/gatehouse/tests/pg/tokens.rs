@@ -99,7 +99,7 @@ fn rustls_pemfile_certs(pem: &[u8]) -> Result<Vec<rustls::pki_types::Certificate
 }
 
 /// Connects to `endpoint` over TLS (host name `localhost`, verified).
-async fn connect_tls(
+pub async fn connect_tls(
     ctx: &Ctx,
     endpoint: &str,
     user: &str,
