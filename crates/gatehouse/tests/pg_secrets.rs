@@ -200,7 +200,7 @@ fn no_secret_in_logs_errors_or_settings() -> Result<()> {
         let expired = token("pw", now - 3600)?;
         let other_endpoint = token("scram", now)?;
         let mut tampered = good.clone();
-        tampered.insert_str(good.find('.').context("no dot")? + 5, "A");
+        tampered.insert(good.find('.').context("no dot")? + 5, 'A');
         secrets.extend([good.clone(), expired.clone(), other_endpoint.clone(), tampered.clone()]);
 
         let mut errors = Vec::new();
