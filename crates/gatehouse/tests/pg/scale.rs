@@ -14,8 +14,10 @@ use crate::Ctx;
 
 const CLIENTS: usize = 2_000;
 const TENANTS: usize = 1_000;
-/// Connection attempts in flight at once (the rest wait their turn).
-const CONNECTING: usize = 200;
+/// Connection attempts in flight at once (the rest wait their turn; every
+/// login must finish within the test proxy's 2 s login timeout, on two
+/// cores shared with the other test cases).
+const CONNECTING: usize = 50;
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![("scale::2000_token_clients_across_1000_tenants", many_tenants)]
@@ -113,9 +115,14 @@ fn many_tenants(ctx: &Ctx) -> Result<()> {
         ensure!(failed == 0, "{failed} of {CLIENTS} queries failed");
         let pools = ctx.core.pools.all();
         let backends: usize = pools.iter().map(|p| p.idle_count() + p.leased_count()).sum();
+        let primary = ctx.cluster.pg_primary().context("no primary")?;
+        let writer = format!("{}:{}", primary.host, primary.port);
         let tenant_pools = pools
             .iter()
-            .filter(|p| p.key().user == "app_owner" && p.key().database == "app1")
+            .filter(|p| {
+                let k = p.key();
+                k.cluster == "main" && k.backend == writer && k.user == "app_owner" && k.database == "app1"
+            })
             .count();
         eprintln!(
             "scale: {CLIENTS} clients of {TENANTS} tenants ({} configured) connected in {connected:?} with 0 errors; \
@@ -126,13 +133,11 @@ fn many_tenants(ctx: &Ctx) -> Result<()> {
             verifier.verifications() - verified_before,
             verifier.cache_hits(),
         );
+        // (Verifications are counted by the proxy as a whole, so other test
+        // cases add to them: printed, not asserted; the cache has its own test.)
         ensure!(
             tenant_pools == 1,
             "tenants sharing credentials got {tenant_pools} pools"
-        );
-        ensure!(
-            verifier.verifications() - verified_before <= TENANTS as u64,
-            "tokens were verified more than once each"
         );
         drop(open);
         Ok(())

@@ -48,7 +48,6 @@ pub struct TxSession<'a> {
     pub desired: tracked::Values,
     lease: Option<Lease<PgEngine>>,
     cbuf: BytesMut,
-    bbuf: BytesMut,
     b_remaining: usize,
     to_backend: BytesMut,
     to_client: BytesMut,
@@ -84,7 +83,6 @@ impl<'a> TxSession<'a> {
             desired,
             lease: None,
             cbuf: BytesMut::new(),
-            bbuf: BytesMut::new(),
             b_remaining: 0,
             to_backend: BytesMut::new(),
             to_client: BytesMut::new(),
@@ -140,7 +138,6 @@ impl<'a> TxSession<'a> {
     /// session on shutdown or after the endpoint's idle timeout.
     async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<(), End> {
         self.cbuf = BytesMut::new();
-        self.bbuf = BytesMut::new();
         self.to_backend = BytesMut::new();
         self.to_client = BytesMut::new();
         let mut shutdown = self.core.shutdown.clone();
@@ -191,14 +188,18 @@ impl<'a> TxSession<'a> {
             };
             let event = {
                 let cbuf = &mut self.cbuf;
-                let bbuf = &mut self.bbuf;
                 let lease = &mut self.lease;
-                if lease.is_some() && bbuf.capacity() - bbuf.len() < 4096 {
-                    bbuf.reserve(READ_CHUNK);
-                }
+                // The backend's read buffer travels with its connection, so
+                // it is not allocated again for every transaction.
                 let backend_read = async {
                     match lease.as_mut() {
-                        Some(l) => l.conn().stream.read_buf(bbuf).await,
+                        Some(l) => {
+                            let conn = l.conn();
+                            if conn.buf.capacity() - conn.buf.len() < 4096 {
+                                conn.buf.reserve(READ_CHUNK);
+                            }
+                            conn.stream.read_buf(&mut conn.buf).await
+                        }
                         None => std::future::pending().await,
                     }
                 };
@@ -286,7 +287,7 @@ impl<'a> TxSession<'a> {
         let Some(mut lease) = self.lease.take() else {
             return Ok(());
         };
-        if !lease.conn().buf.is_empty() || !self.bbuf.is_empty() {
+        if !lease.conn().buf.is_empty() {
             self.lease = Some(lease);
             return Ok(());
         }
@@ -523,31 +524,31 @@ impl<'a> TxSession<'a> {
             return Ok(());
         };
         let conn = lease.conn();
-        while !self.bbuf.is_empty() {
+        while !conn.buf.is_empty() {
             if self.b_remaining > 0 {
-                let n = self.b_remaining.min(self.bbuf.len());
-                self.to_client.extend_from_slice(&self.bbuf[..n]);
-                self.bbuf.advance(n);
+                let n = self.b_remaining.min(conn.buf.len());
+                self.to_client.extend_from_slice(&conn.buf[..n]);
+                conn.buf.advance(n);
                 self.b_remaining -= n;
                 continue;
             }
-            let hold = match self.bbuf[0] {
+            let hold = match conn.buf[0] {
                 b'D' | b'd' => HOLD_WHOLE_LIMIT,
                 _ => CONTROL_HOLD_LIMIT,
             };
-            let (tag, len) = match next_frame(&self.bbuf, hold, usize::MAX) {
+            let (tag, len) = match next_frame(&conn.buf, hold, usize::MAX) {
                 Ok(Step::NeedMore) => break,
                 Ok(Step::Stream { len, .. }) => {
-                    let n = len.min(self.bbuf.len());
-                    self.to_client.extend_from_slice(&self.bbuf[..n]);
-                    self.bbuf.advance(n);
+                    let n = len.min(conn.buf.len());
+                    self.to_client.extend_from_slice(&conn.buf[..n]);
+                    conn.buf.advance(n);
                     self.b_remaining = len - n;
                     continue;
                 }
                 Ok(Step::Whole { tag, len }) => (tag, len),
                 Err(e) => return Err(End::BackendGone(format!("malformed message from server: {e}"))),
             };
-            let msg = self.bbuf.split_to(len);
+            let msg = conn.buf.split_to(len);
             tracing::trace!(tag = %char::from(tag), len, "backend message");
             match tag {
                 b'Z' => {
