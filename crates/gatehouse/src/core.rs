@@ -1,6 +1,6 @@
 //! The engine-agnostic state one proxy instance shares between its sessions:
-//! the configuration snapshot, pools, topology and cancel registry for one
-//! engine. Passed around as `Arc<Core<E>>`; nothing here is global.
+//! the configuration snapshot, pools, topology, cancel registry and abuse
+//! limits for one engine. Passed around as `Arc<Core<E>>`; nothing here is global.
 
 use std::sync::Arc;
 
@@ -21,6 +21,8 @@ pub struct Core<E: Engine> {
     /// Client connections per tenant, for tenants with a limit.
     pub tenant_slots: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
     pub topology: Topology,
+    /// Failed-login and per-tenant connection-rate limiters.
+    pub limits: crate::limits::Limits,
     pub cancels: Arc<CancelRegistry<E::CancelTarget>>,
     pub stats: crate::stats::Stats,
     /// Per-process seed for mock authentication of unknown users, so the
@@ -52,6 +54,7 @@ impl<E: Engine> Core<E> {
     /// configuration; other settings need a restart.
     pub fn reload(&self, settings: &Settings) {
         self.tenants.replace(settings.tenants.clone());
+        self.limits.retain_tenants(|name| settings.tenants.contains_key(name));
         // Pools in use take the new credentials of their backend user now:
         // sessions that logged in before the reload keep working.
         for pool in self.pools.all() {
@@ -71,6 +74,10 @@ impl<E: Engine> Core<E> {
             pools: Arc::new(Pools::new()),
             tenant_slots: Default::default(),
             topology,
+            limits: crate::limits::Limits::new(
+                settings.proxy.auth_failures_per_minute_per_address,
+                settings.proxy.auth_failures_per_minute_per_user,
+            ),
             cancels: Arc::new(CancelRegistry::default()),
             stats: crate::stats::Stats::default(),
             engine: Arc::new(engine),

@@ -10,6 +10,7 @@ pub mod config;
 pub mod core;
 pub mod engine;
 pub mod error;
+pub mod limits;
 pub mod pool;
 pub mod stats;
 pub mod tenants;

@@ -2,7 +2,8 @@
 //! deployments with thousands of tenants (and tooling that writes them),
 //! read with the configuration and again on every reload. A line looks like
 //! `{"name":"t1","databases":["t1"],"secret":"shared","token":true}`, with
-//! the same fields as a `[[tenants]]` table. Problems are reported with the
+//! the same fields as a `[[tenants]]` table (`connection_rate` and
+//! `connection_burst` included). Problems are reported with the
 //! file's line; a name already used is an error.
 
 use std::collections::HashMap;
@@ -12,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::model::{Secret, Tenant};
-use super::validate::{Ctx, tenant_auth};
+use super::validate::{Ctx, connection_rate, tenant_auth};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +26,8 @@ struct Line {
     md5_hash: Option<String>,
     #[serde(default)]
     token: bool,
+    connection_rate: Option<u32>,
+    connection_burst: Option<u32>,
 }
 
 /// Reads the directory named by `path` (relative to the configuration) into
@@ -82,6 +85,10 @@ pub(super) fn load(
             .map_err(|e| errors.push(e))
             .ok()
             .flatten();
+        let connection_rate = connection_rate(line.connection_rate, line.connection_burst)
+            .map_err(|e| errors.push(e))
+            .ok()
+            .flatten();
         match secret {
             Some(secret) if errors.is_empty() => {
                 let tenant = Tenant {
@@ -91,6 +98,7 @@ pub(super) fn load(
                     secret,
                     auth,
                     token: line.token,
+                    connection_rate,
                 };
                 tenants.insert(line.name, Arc::new(tenant));
             }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,6 +54,12 @@ pub struct ProxySettings {
     /// cheapest per transaction where the proxy shares cores with the
     /// database and its clients; 0 means one per CPU.
     pub worker_threads: usize,
+    /// Failed logins one source address (an IPv6 /64) may make a minute,
+    /// also the burst; over it, logins from there are refused untried.
+    pub auth_failures_per_minute_per_address: NonZeroU32,
+    /// Failed logins one user name (as sent, known or not) may see a minute,
+    /// also the burst.
+    pub auth_failures_per_minute_per_user: NonZeroU32,
 }
 
 #[derive(Debug)]
@@ -132,6 +139,16 @@ pub struct Tenant {
     pub auth: Option<TenantAuth>,
     /// Whether the tenant may present a signed token as its password.
     pub token: bool,
+    /// How fast the tenant may open connections; `None`: unlimited.
+    pub connection_rate: Option<ConnectionRate>,
+}
+
+/// New connections a tenant may open: `per_second` on average, up to
+/// `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionRate {
+    pub per_second: NonZeroU32,
+    pub burst: NonZeroU32,
 }
 
 impl Tenant {

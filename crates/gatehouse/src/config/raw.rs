@@ -60,6 +60,8 @@ pub struct RawProxy {
     pub worker_threads: Option<Spanned<usize>>,
     /// A JSON-lines file of more tenants (one object a line).
     pub tenant_directory: Option<Spanned<String>>,
+    pub auth_failures_per_minute_per_address: Option<Spanned<u32>>,
+    pub auth_failures_per_minute_per_user: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -128,6 +130,10 @@ pub struct RawTenant {
     pub scram_verifier: Option<Spanned<String>>,
     pub md5_hash: Option<Spanned<String>>,
     pub token: Option<bool>,
+    /// New connections a second (the average).
+    pub connection_rate: Option<Spanned<u32>>,
+    /// New connections at once (defaults to `connection_rate`).
+    pub connection_burst: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]

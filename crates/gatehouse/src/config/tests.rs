@@ -232,3 +232,123 @@ fn tenant_directory_lines_are_checked_with_their_line() {
     assert!(s.tenants.contains_key("d1") && s.tenants.contains_key("app"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn abuse_limits_have_defaults_and_take_their_keys() {
+    let s = parse(&good(), Path::new(".")).unwrap();
+    assert_eq!(
+        s.proxy.auth_failures_per_minute_per_address.get(),
+        crate::limits::DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_ADDRESS
+    );
+    assert_eq!(
+        s.proxy.auth_failures_per_minute_per_user.get(),
+        crate::limits::DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_USER
+    );
+    assert_eq!(s.tenants["app"].connection_rate, None);
+    let text = good()
+        .replace(
+            "[proxy]\n",
+            "[proxy]\nauth_failures_per_minute_per_address = 100\nauth_failures_per_minute_per_user = 3\n",
+        )
+        .replace(
+            "secret = \"admin\"\nscram",
+            "secret = \"admin\"\nconnection_rate = 5\nscram",
+        );
+    let s = parse(&text, Path::new(".")).unwrap();
+    assert_eq!(s.proxy.auth_failures_per_minute_per_address.get(), 100);
+    assert_eq!(s.proxy.auth_failures_per_minute_per_user.get(), 3);
+    let rate = s.tenants["app"].connection_rate.unwrap();
+    assert_eq!(
+        (rate.per_second.get(), rate.burst.get()),
+        (5, 5),
+        "burst defaults to the rate"
+    );
+    let text = text.replace("connection_rate = 5\n", "connection_rate = 5\nconnection_burst = 20\n");
+    let rate = parse(&text, Path::new(".")).unwrap().tenants["app"]
+        .connection_rate
+        .unwrap();
+    assert_eq!((rate.per_second.get(), rate.burst.get()), (5, 20));
+}
+
+#[test]
+fn abuse_limits_must_be_positive() {
+    let text = good().replace(
+        "[proxy]\n",
+        "[proxy]\nauth_failures_per_minute_per_address = 0\nauth_failures_per_minute_per_user = 0\n",
+    );
+    let p = problems(&text);
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[0].message
+            .contains("auth_failures_per_minute_per_address must be at least 1"),
+        "{p:?}"
+    );
+    assert_eq!(p[0].line, Some(3));
+    assert!(
+        p[1].message
+            .contains("auth_failures_per_minute_per_user must be at least 1"),
+        "{p:?}"
+    );
+    for (tenant_keys, expected) in [
+        ("connection_rate = 0\n", "connection_rate must be at least 1"),
+        (
+            "connection_rate = 2\nconnection_burst = 0\n",
+            "connection_burst must be at least 1",
+        ),
+        ("connection_burst = 4\n", "connection_burst needs a connection_rate"),
+    ] {
+        let text = good().replace(
+            "secret = \"admin\"\nscram",
+            &format!("secret = \"admin\"\n{tenant_keys}scram"),
+        );
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].message.contains(expected), "{p:?}");
+        let key = tenant_keys.lines().last().unwrap();
+        let line = text.lines().position(|l| l == key).unwrap() + 1;
+        assert_eq!(p[0].line, Some(line), "{p:?}");
+    }
+    let p = problems(&good().replace(
+        "secret = \"admin\"\nscram",
+        "secret = \"admin\"\nconnection_rate = -1\nscram",
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+}
+
+#[test]
+fn tenant_directory_lines_take_a_connection_rate() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-config-rate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines = [
+        format!(
+            r#"{{"name":"d1","databases":["d1"],"secret":"admin","scram_verifier":"{VERIFIER}","connection_rate":3,"connection_burst":9}}"#
+        ),
+        format!(
+            r#"{{"name":"d2","databases":["d2"],"secret":"admin","scram_verifier":"{VERIFIER}","connection_rate":0}}"#
+        ),
+        format!(
+            r#"{{"name":"d3","databases":["d3"],"secret":"admin","scram_verifier":"{VERIFIER}","connection_burst":2}}"#
+        ),
+    ];
+    std::fs::write(dir.join("tenants.jsonl"), lines.join("\n")).unwrap();
+    let text = good().replace("[proxy]\n", "[proxy]\ntenant_directory = \"tenants.jsonl\"\n");
+    let p = match parse(&text, &dir) {
+        Ok(_) => panic!("expected problems"),
+        Err(p) => p.0,
+    };
+    let all: Vec<&str> = p.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(
+        all[0].contains("tenants.jsonl:2: connection_rate must be at least 1"),
+        "{all:?}"
+    );
+    assert!(
+        all[1].contains("tenants.jsonl:3: connection_burst needs a connection_rate"),
+        "{all:?}"
+    );
+    std::fs::write(dir.join("tenants.jsonl"), &lines[0]).unwrap();
+    let s = parse(&text, &dir).unwrap();
+    let rate = s.tenants["d1"].connection_rate.unwrap();
+    assert_eq!((rate.per_second.get(), rate.burst.get()), (3, 9));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +100,18 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
             format!("max_message_bytes must be between 1024 and {PQ_LARGE_MESSAGE_LIMIT}"),
         );
     }
+    let per_address = failures_per_minute(
+        cx,
+        &p.auth_failures_per_minute_per_address,
+        "auth_failures_per_minute_per_address",
+        crate::limits::DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_ADDRESS,
+    );
+    let per_user = failures_per_minute(
+        cx,
+        &p.auth_failures_per_minute_per_user,
+        "auth_failures_per_minute_per_user",
+        crate::limits::DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_USER,
+    );
     ProxySettings {
         login_timeout: p.login_timeout.unwrap_or(DEFAULT_LOGIN_TIMEOUT),
         client_message_timeout: p.client_message_timeout.unwrap_or(DEFAULT_CLIENT_MESSAGE_TIMEOUT),
@@ -106,7 +119,37 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
         max_message_bytes: usize::try_from(max).unwrap_or(usize::MAX),
         log_filter: p.log_filter.clone().unwrap_or_else(|| "info".into()),
         worker_threads: p.worker_threads.as_ref().map_or(1, |w| *w.get_ref()),
+        auth_failures_per_minute_per_address: per_address,
+        auth_failures_per_minute_per_user: per_user,
     }
+}
+
+fn failures_per_minute(cx: &mut Ctx, value: &Option<Spanned<u32>>, key: &str, default: u32) -> NonZeroU32 {
+    let fallback = NonZeroU32::new(default).unwrap_or(NonZeroU32::MIN);
+    let Some(v) = value else {
+        return fallback;
+    };
+    NonZeroU32::new(*v.get_ref()).unwrap_or_else(|| {
+        cx.at(v, format!("{key} must be at least 1"));
+        fallback
+    })
+}
+
+/// A tenant's connection rate from `connection_rate` / `connection_burst`
+/// (the burst defaults to the rate).
+pub(super) fn connection_rate(rate: Option<u32>, burst: Option<u32>) -> Result<Option<ConnectionRate>, String> {
+    let Some(rate) = rate else {
+        return match burst {
+            Some(_) => Err("connection_burst needs a connection_rate".into()),
+            None => Ok(None),
+        };
+    };
+    let per_second = NonZeroU32::new(rate).ok_or("connection_rate must be at least 1 (connections a second)")?;
+    let burst = match burst {
+        None => per_second,
+        Some(b) => NonZeroU32::new(b).ok_or("connection_burst must be at least 1")?,
+    };
+    Ok(Some(ConnectionRate { per_second, burst }))
 }
 
 fn unique<'a>(cx: &mut Ctx, seen: &mut HashMap<&'a str, ()>, name: &'a Spanned<String>, what: &str) {
@@ -363,7 +406,16 @@ fn tenants(
                 (None, false)
             }
         };
-        if let (Some(secret), true) = (secret, auth_ok) {
+        let rate = connection_rate(
+            t.connection_rate.as_ref().map(|r| *r.get_ref()),
+            t.connection_burst.as_ref().map(|b| *b.get_ref()),
+        );
+        let rate = rate.map_err(|e| match (&t.connection_rate, &t.connection_burst) {
+            (_, Some(b)) if e.contains("burst") => cx.at(b, e),
+            (Some(r), _) => cx.at(r, e),
+            _ => cx.at(&t.name, e),
+        });
+        if let (Some(secret), true, Ok(connection_rate)) = (secret, auth_ok, rate) {
             let tenant = Tenant {
                 name: t.name.get_ref().clone(),
                 databases: t.databases.get_ref().clone(),
@@ -371,6 +423,7 @@ fn tenants(
                 secret,
                 auth,
                 token,
+                connection_rate,
             };
             out.insert(tenant.name.clone(), Arc::new(tenant));
         }

@@ -3,6 +3,7 @@
 //! the whole binary; every case talks to them with real clients
 //! (tokio-postgres, psql, pgbench) or, for bad input, raw bytes.
 
+mod abuse;
 mod auth;
 mod bad_input;
 mod differential;
@@ -90,6 +91,8 @@ pub const TENANTS: &[(&str, &str, &str, &str, bool)] = &[
     ("carol", "carol-pw", "\"app1\"", "md5_backend", false),
     ("dave", "dave-pw", "\"app1\"", "trust_backend", false),
     ("erin", "erin-pw", "\"app1\"", "owner", false),
+    ("ivan", "ivan-pw", "\"app1\"", "owner", false),
+    ("rita", "rita-pw", "\"app1\"", "owner", false),
 ];
 
 fn tls_files(dir: &Path) -> Result<PathBuf> {
@@ -126,6 +129,11 @@ login_timeout = "2s"
 client_message_timeout = "2s"
 max_message_bytes = 1048576
 log_filter = "warn"
+# Every case connects from 127.0.0.1: the per-address limit is shared by all
+# of them (abuse.rs tests it on a second proxy); the per-user limit is high
+# enough for the deliberate failures of auth.rs and tokens.rs.
+auth_failures_per_minute_per_address = 1000
+auth_failures_per_minute_per_user = 20
 
 [[clusters]]
 name = "main"
@@ -331,7 +339,12 @@ password = "not-checked"
             "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"{secret}\"\n{auth}\n"
         ));
     }
-    Ok(text.replace("name = \"erin\"\n", "name = \"erin\"\nmax_client_connections = 2\n"))
+    Ok(text
+        .replace("name = \"erin\"\n", "name = \"erin\"\nmax_client_connections = 2\n")
+        .replace(
+            "name = \"rita\"\n",
+            "name = \"rita\"\nconnection_rate = 1\nconnection_burst = 2\n",
+        ))
 }
 
 fn prepare_cluster(cluster: &Cluster) -> Result<()> {
@@ -453,6 +466,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(tokens::cases());
     cases.extend(reload::cases());
     cases.extend(scale::cases());
+    cases.extend(abuse::cases());
     let ctx = if args.list {
         None
     } else {

@@ -117,7 +117,15 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     }
     let login = tokio::time::timeout_at(
         deadline,
-        Box::pin(admit(core, &endpoint, &mut stream, minor, &params, &unsupported)),
+        Box::pin(admit(
+            core,
+            &endpoint,
+            &mut stream,
+            peer.ip(),
+            minor,
+            &params,
+            &unsupported,
+        )),
     );
     let (tenant, database, tenant_slot) = match login.await {
         Ok(Ok(Some(t))) => t,
@@ -157,12 +165,14 @@ async fn fail<T>(stream: Option<&mut ClientStream>, e: &ProxyError, peer: std::n
 /// Who the client turned out to be: tenant, database, tenant connection slot.
 type Admitted = (Arc<Tenant>, String, Option<tokio::sync::OwnedSemaphorePermit>);
 
-/// TLS policy, protocol negotiation, authentication and the database check.
+/// TLS policy, protocol negotiation, the failed-login limits,
+/// authentication, the database check and the tenant's connection limits.
 /// `Ok(None)`: the client left during authentication.
 async fn admit(
     core: &Core<PgEngine>,
     endpoint: &EndpointSettings,
     stream: &mut ClientStream,
+    addr: std::net::IpAddr,
     minor: u16,
     params: &[(String, String)],
     unsupported: &[String],
@@ -195,6 +205,11 @@ async fn admit(
             .await
             .map_err(|e| ProxyError::new(Condition::ProtocolViolation, "write failed").with_detail(e.to_string()))?;
     }
+    // Before any password is looked at, and the same answer whether or not
+    // the name is a tenant's (the limit is kept per name as sent).
+    if !core.limits.login_allowed(addr, user) {
+        return Err(ProxyError::new(Condition::NotAllowed, crate::limits::TOO_MANY_FAILURES));
+    }
     let database = param("database").filter(|d| !d.is_empty()).unwrap_or(user).to_owned();
     let tenant = core.tenants.get(user);
     let check = Check {
@@ -206,8 +221,15 @@ async fn admit(
         database: &database,
         audience: &endpoint.name,
     };
-    if !login::authenticate(stream, endpoint.client_auth, &check).await? {
-        return Ok(None);
+    match login::authenticate(stream, endpoint.client_auth, &check).await {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(e) => {
+            if e.condition == Condition::InvalidPassword {
+                core.limits.record_failure(addr, user);
+            }
+            return Err(e);
+        }
     }
     // `authenticate` only succeeds for a known tenant (the mock never does).
     let Some(tenant) = tenant else {
@@ -221,6 +243,13 @@ async fn admit(
         return Err(ProxyError::new(
             Condition::NotAllowed,
             format!("no access to database \"{database}\" for user \"{user}\""),
+        ));
+    }
+    // Only now: a stranger learns nothing about the tenant's limits.
+    if !core.limits.connection_allowed(&tenant.name, tenant.connection_rate) {
+        return Err(ProxyError::new(
+            Condition::TooManyConnections,
+            format!("connection rate limit reached for user \"{}\"", tenant.name),
         ));
     }
     let Some(slot) = core.tenant_slot(&tenant) else {
