@@ -11,6 +11,7 @@ mod report;
 mod series;
 mod stats;
 mod target;
+mod tenant_storm;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +45,74 @@ enum Cmd {
     /// Open many authenticated connections (SELECT 1 on each), hold them
     /// idle for a while, then close them.
     IdleClients(Box<IdleClientsArgs>),
+    /// Many tenants, each with its own database: virtual users connect as a
+    /// random tenant, run SELECT current_database(), and disconnect, as fast
+    /// as they can for a fixed time, per target.
+    TenantStorm(Box<TenantStormArgs>),
+}
+
+#[derive(Args)]
+struct TenantStormArgs {
+    /// NAME=CONNINFO_TEMPLATE: a libpq key=value string where `{tenant}` is
+    /// replaced by the tenant name (`user={tenant} dbname={tenant}`); repeat.
+    /// The first target is the baseline.
+    #[arg(long = "target", value_name = "NAME=TEMPLATE", required = true,
+          value_parser = tenant_storm::spec::parse_target)]
+    targets: Vec<(String, String)>,
+    /// NAME=TEMPLATE: the target's clients log in with this password
+    /// (`pw-{tenant}`).
+    #[arg(long = "target-password", value_name = "NAME=TEMPLATE",
+          value_parser = tenant_storm::spec::parse_named)]
+    passwords: Vec<(String, String)>,
+    /// NAME=ISSUER,AUDIENCE,HS256_SECRET_FILE: the target's clients log in
+    /// with a token (sub = user, db = database), one minted per tenant
+    /// before the run and valid for all of it.
+    #[arg(long = "target-token", value_name = "NAME=ISSUER,AUDIENCE,FILE",
+          value_parser = tenant_storm::spec::parse_token)]
+    tokens: Vec<(String, tenant_storm::spec::TokenSpec)>,
+    /// NAME=PID: report this process's CPU per 1,000 connections while the
+    /// target runs (the proxy in front of it).
+    #[arg(long = "target-pid", value_name = "NAME=PID",
+          value_parser = tenant_storm::spec::parse_pid)]
+    pids: Vec<(String, u32)>,
+    /// Tenants t000, t001, ...
+    #[arg(long, default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    tenants: u32,
+    /// Concurrent virtual users.
+    #[arg(long, default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    clients: u32,
+    /// Duration of each target's phase, per round.
+    #[arg(long, value_name = "SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    seconds: u64,
+    /// Rounds; targets alternate within each (A B A B).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Seconds to pause after each phase.
+    #[arg(long, value_name = "SECS", default_value_t = 2)]
+    pause: u64,
+    /// Seconds before one connect+query+close attempt counts as failed.
+    #[arg(long, value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    attempt_timeout: u64,
+    /// Worker threads of the client (1: a single-threaded runtime).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    threads: u32,
+    /// Keep FILE holding the running phase (`NAME ROUND`), `idle` between
+    /// phases and `done` at the end, for outside samplers.
+    #[arg(long, value_name = "FILE")]
+    phase_file: Option<PathBuf>,
+    /// Clock ticks per second in /proc/PID/stat (`getconf CLK_TCK`).
+    #[arg(long, default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    clk_tck: u64,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -93,12 +162,9 @@ fn parse_conninfo(raw: &str) -> Result<tokio_postgres::Config, String> {
 
 fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
-    // One thread: sequential latency measurements avoid cross-thread wakeups,
+    // connect-cost and idle-clients run on one thread: sequential latency
+    // measurements avoid cross-thread wakeups,
     // and idle clients need little CPU once their (client-side) auth is done.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("building tokio runtime")?;
     match cli.cmd {
         Cmd::ConnectCost(args) => {
             check_unique(&args.targets)?;
@@ -106,7 +172,7 @@ fn main() -> Result<ExitCode> {
                 iterations: args.iterations,
                 rounds: args.rounds,
             };
-            let report = runtime.block_on(connect_cost::run(&args.targets, &settings))?;
+            let report = runtime(1)?.block_on(connect_cost::run(&args.targets, &settings))?;
             emit(&report, args.json.as_ref())?;
             Ok(report_status(&report))
         }
@@ -119,7 +185,7 @@ fn main() -> Result<ExitCode> {
                 ready_file: args.ready_file,
             };
             let local = tokio::task::LocalSet::new();
-            let outcome = local.block_on(&runtime, idle_clients::run(&settings))?;
+            let outcome = local.block_on(&runtime(1)?, idle_clients::run(&settings))?;
             println!(
                 "idle-clients: requested={} opened={} failed={} lost_during_hold={}",
                 args.count, outcome.opened, outcome.failed, outcome.lost
@@ -133,7 +199,56 @@ fn main() -> Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
+        Cmd::TenantStorm(args) => tenant_storm_main(*args),
     }
+}
+
+fn tenant_storm_main(args: TenantStormArgs) -> Result<ExitCode> {
+    let specs = tenant_storm::spec::assemble(args.targets, args.passwords, args.tokens, args.pids)
+        .map_err(anyhow::Error::msg)?;
+    let settings = tenant_storm::Settings {
+        tenants: args.tenants,
+        clients: args.clients,
+        duration: Duration::from_secs(args.seconds),
+        rounds: args.rounds,
+        pause: Duration::from_secs(args.pause),
+        attempt_timeout: Duration::from_secs(args.attempt_timeout),
+        phase_file: args.phase_file,
+        clk_tck: args.clk_tck,
+    };
+    let targets = tenant_storm::prepare(specs, &settings)?;
+    let report = runtime(args.threads)?.block_on(tenant_storm::run(&targets, &settings))?;
+    print!("{}", report.render_text());
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.render_json()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let mut status = ExitCode::SUCCESS;
+    for row in &report.rows {
+        if row.series.failure_rate() > MAX_FAILURE_RATE || row.series.samples.len() == 0 {
+            eprintln!(
+                "error: {}: {}/{} attempts failed (over {:.0}%, or none succeeded)",
+                row.target,
+                row.series.errors,
+                row.series.attempts,
+                MAX_FAILURE_RATE * 100.0
+            );
+            status = ExitCode::FAILURE;
+        }
+    }
+    Ok(status)
+}
+
+/// A tokio runtime: single-threaded for 1, else with `threads` workers.
+fn runtime(threads: u32) -> Result<tokio::runtime::Runtime> {
+    if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads as usize)
+            .enable_all()
+            .build()
+    }
+    .context("building tokio runtime")
 }
 
 /// Print the rows failing too often; failure status when there are any.

@@ -32,6 +32,17 @@ impl Series {
         self.note_error(err);
     }
 
+    /// Add `other`'s samples and counts; the first error stays the earlier
+    /// one (`self`'s when both have one).
+    pub fn merge(&mut self, other: Series) {
+        self.samples.extend(other.samples);
+        self.attempts += other.attempts;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+
     fn note_error(&mut self, err: &anyhow::Error) {
         self.errors += 1;
         if self.first_error.is_none() {
@@ -65,5 +76,22 @@ mod tests {
         assert_eq!(s.samples.len(), 1);
         assert_eq!(s.first_error.as_deref(), Some("boom"));
         assert!((s.failure_rate() - 7.0 / 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn merge_adds_counts_and_keeps_the_first_error() {
+        let mut a = Series::default();
+        a.record(Ok(Duration::from_millis(1)));
+        let mut b = Series::default();
+        b.record(Ok(Duration::from_millis(2)));
+        b.record(Err(anyhow::anyhow!("later")));
+        a.merge(b);
+        assert_eq!((a.attempts, a.errors, a.samples.len()), (3, 1, 2));
+        assert_eq!(a.first_error.as_deref(), Some("later"));
+        let mut c = Series::default();
+        c.record(Err(anyhow::anyhow!("third")));
+        a.merge(c);
+        assert_eq!(a.first_error.as_deref(), Some("later"));
+        assert_eq!(a.errors, 2);
     }
 }

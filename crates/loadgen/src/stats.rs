@@ -30,6 +30,11 @@ impl Samples {
         self.durations.len()
     }
 
+    /// Append all of `other`'s samples.
+    pub fn extend(&mut self, other: Samples) {
+        self.durations.extend(other.durations);
+    }
+
     /// Arithmetic mean, `None` when empty.
     pub fn mean(&self) -> Option<Duration> {
         let count = u128::try_from(self.durations.len()).ok().filter(|&n| n > 0)?;

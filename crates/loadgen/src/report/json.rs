@@ -61,13 +61,13 @@ fn ratio(r: &Ratio<'_>) -> String {
     object(&fields)
 }
 
-fn object(fields: &[(&str, String)]) -> String {
+pub(crate) fn object(fields: &[(&str, String)]) -> String {
     let body: Vec<String> = fields.iter().map(|(k, v)| format!("{}: {v}", string(k))).collect();
     format!("    {{{}}}", body.join(", "))
 }
 
 /// A finite number with 6 decimals, else `null` (JSON has no NaN/inf).
-fn number(value: Option<f64>) -> String {
+pub(crate) fn number(value: Option<f64>) -> String {
     match value {
         Some(v) if v.is_finite() => format!("{v:.6}"),
         _ => "null".to_string(),
@@ -75,7 +75,7 @@ fn number(value: Option<f64>) -> String {
 }
 
 /// A JSON string literal with the mandatory escapes.
-fn string(value: &str) -> String {
+pub(crate) fn string(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {
