@@ -37,6 +37,22 @@ fn init_idle_lifetime(ctx: &Ctx) -> Result<()> {
             err.code() == Some(&SqlState::IDLE_SESSION_TIMEOUT) || err.is_closed(),
             "{err:?}"
         );
+        // With its client gone and its connections past their lifetime, the
+        // pool itself is dropped by the sweep.
+        let life_pools = || {
+            ctx.core
+                .pools
+                .all()
+                .iter()
+                .filter(|p| p.key().cluster == "life")
+                .count()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while life_pools() > 0 && std::time::Instant::now() < deadline {
+            ctx.core.pools.sweep();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        ensure!(life_pools() == 0, "an unused pool was kept");
         Ok(())
     })
 }

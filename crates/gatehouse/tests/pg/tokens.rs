@@ -1,6 +1,6 @@
 //! Token authentication on a `client_auth = "password"` endpoint, with
-//! tokio-postgres over TLS (rustls, verifying the test CA): HS256 and ES256
-//! tokens accepted and cached; every refusal (expired, wrong audience,
+//! tokio-postgres over TLS (rustls, verifying the test CA): HS256, ES256,
+//! EdDSA and RS256 tokens accepted and cached; every refusal (expired, wrong audience,
 //! another tenant's token, wrong database, tampered, unknown key, `alg:
 //! none`, unknown tenant, tenant without tokens) answered with 28P01 and a
 //! message that names neither the token nor the reason; plain text refused
@@ -19,6 +19,8 @@ use crate::Ctx;
 
 const ISSUER: &str = "gatehouse-test";
 const HS256_SECRET: &[u8] = b"gatehouse-test-shared-secret-0123456789";
+/// The token crate's test-only RSA key pair.
+const RSA_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../token/tests/fixtures");
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
@@ -33,10 +35,18 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
 /// public key into `dir`.
 pub fn key_files(dir: &Path) -> Result<()> {
     std::fs::write(dir.join("token-hs256.secret"), HS256_SECRET)?;
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
-    std::fs::write(dir.join("token-es256.key"), key.serialize_pem())?;
-    let jwk = jwk_from_public_pem(key.public_key_pem().as_bytes(), Some("es-1"))?;
-    std::fs::write(dir.join("jwks.json"), JwkSet { keys: vec![jwk] }.to_json())?;
+    let es = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+    std::fs::write(dir.join("token-es256.key"), es.serialize_pem())?;
+    let ed = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519)?;
+    std::fs::write(dir.join("token-eddsa.key"), ed.serialize_pem())?;
+    // RSA keys cannot be generated with ring: the token crate's test-only pair.
+    let rsa_public = std::fs::read(Path::new(RSA_FIXTURES).join("rsa-test-public.pem"))?;
+    let keys = vec![
+        jwk_from_public_pem(es.public_key_pem().as_bytes(), Some("es-1"))?,
+        jwk_from_public_pem(ed.public_key_pem().as_bytes(), Some("ed-1"))?,
+        jwk_from_public_pem(&rsa_public, Some("rs-1"))?,
+    ];
+    std::fs::write(dir.join("jwks.json"), JwkSet { keys }.to_json())?;
     Ok(())
 }
 
@@ -53,6 +63,18 @@ fn es256(ctx: &Ctx) -> Result<IssuingKey> {
         &ctx.dir.join("token-es256.key"),
         Some("es-1".into()),
     )?)
+}
+
+fn eddsa(ctx: &Ctx) -> Result<IssuingKey> {
+    Ok(IssuingKey::from_pem_file(
+        &ctx.dir.join("token-eddsa.key"),
+        Some("ed-1".into()),
+    )?)
+}
+
+fn rs256() -> Result<IssuingKey> {
+    let pem = Path::new(RSA_FIXTURES).join("rsa-test-private.pem");
+    Ok(IssuingKey::from_pem_file(&pem, Some("rs-1".into()))?)
 }
 
 fn token(key: &IssuingKey, tenant: &str, database: &str, audience: &str, issued: u64) -> Result<String> {
@@ -129,7 +151,7 @@ async fn one(client: &tokio_postgres::Client) -> Result<String> {
 fn accepted(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let verifier = ctx.core.settings.tokens.clone().context("no verifier")?;
-        for key in [hs256()?, es256(ctx)?] {
+        for key in [hs256()?, es256(ctx)?, eddsa(ctx)?, rs256()?] {
             let t = token(&key, "tina", "app1", "tok", now())?;
             let c = connect_tls(ctx, "tok", "tina", &t, "app1")
                 .await?
