@@ -18,6 +18,9 @@ pub struct Core<E: Engine> {
     pub tenants: crate::tenants::Tenants,
     pub engine: Arc<E>,
     pub pools: Arc<Pools<E>>,
+    /// Backend connections in use per (tenant, its limit), for tenants with
+    /// `max_backend_connections` (a changed limit starts a new count).
+    pub tenant_backend_slots: std::sync::Mutex<std::collections::HashMap<(String, u32), Arc<tokio::sync::Semaphore>>>,
     /// Client connections per tenant, for tenants with a limit.
     pub tenant_slots: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
     pub topology: Topology,
@@ -67,12 +70,30 @@ impl<E: Engine> Core<E> {
         tracing::info!(tenants = settings.tenants.len(), "tenants and secrets reloaded");
     }
 
+    /// The cap on `tenant`'s backend connections in use, if it has one.
+    pub fn tenant_backend_cap(&self, tenant: &crate::config::Tenant) -> Option<crate::pool::TenantCap> {
+        let limit = tenant.max_backend_connections?;
+        let slots = self
+            .tenant_backend_slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((tenant.name.clone(), limit))
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(limit as usize)))
+            .clone();
+        Some(crate::pool::TenantCap {
+            tenant: Arc::from(tenant.name.as_str()),
+            limit,
+            slots,
+        })
+    }
+
     pub fn new(settings: Arc<Settings>, engine: E, shutdown: watch::Receiver<bool>) -> Self {
         let topology = Topology::new(&settings);
         Self {
             tenants: crate::tenants::Tenants::new(settings.tenants.clone()),
             pools: Arc::new(Pools::new()),
             tenant_slots: Default::default(),
+            tenant_backend_slots: Default::default(),
             topology,
             limits: crate::limits::Limits::new(
                 settings.proxy.auth_failures_per_minute_per_address,

@@ -22,6 +22,7 @@ struct Line {
     databases: Vec<String>,
     secret: String,
     max_client_connections: Option<u32>,
+    max_backend_connections: Option<u32>,
     scram_verifier: Option<String>,
     md5_hash: Option<String>,
     #[serde(default)]
@@ -71,6 +72,9 @@ pub(super) fn load(
         if line.name.is_empty() || tenants.contains_key(&line.name) {
             errors.push(format!("tenant name \"{}\" is empty or already used", line.name));
         }
+        if line.max_backend_connections == Some(0) {
+            errors.push("max_backend_connections must be at least 1".into());
+        }
         if line.databases.is_empty() {
             errors.push("a tenant needs at least one database".into());
         }
@@ -95,6 +99,7 @@ pub(super) fn load(
                     name: line.name.clone(),
                     databases: line.databases,
                     max_client_connections: line.max_client_connections,
+                    max_backend_connections: line.max_backend_connections,
                     secret,
                     auth,
                     token: line.token,

@@ -134,6 +134,9 @@ pub struct Tenant {
     pub databases: Vec<String>,
     /// Most client connections this tenant may have open at once.
     pub max_client_connections: Option<u32>,
+    /// Most backend connections this tenant's sessions may hold at once
+    /// (across its pools); more wait up to the borrow timeout.
+    pub max_backend_connections: Option<u32>,
     pub secret: Arc<Secret>,
     /// The password verifier, if the tenant has a password.
     pub auth: Option<TenantAuth>,

@@ -130,6 +130,7 @@ pub struct RawTenant {
     pub scram_verifier: Option<Spanned<String>>,
     pub md5_hash: Option<Spanned<String>>,
     pub token: Option<bool>,
+    pub max_backend_connections: Option<Spanned<u32>>,
     /// New connections a second (the average).
     pub connection_rate: Option<Spanned<u32>>,
     /// New connections at once (defaults to `connection_rate`).

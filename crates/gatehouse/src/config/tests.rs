@@ -352,3 +352,12 @@ fn tenant_directory_lines_take_a_connection_rate() {
     assert_eq!((rate.per_second.get(), rate.burst.get()), (3, 9));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn max_backend_connections_is_checked() {
+    let text = good().replace("name = \"app\"\n", "name = \"app\"\nmax_backend_connections = 3\n");
+    let s = parse(&text, Path::new(".")).unwrap();
+    assert_eq!(s.tenants["app"].max_backend_connections, Some(3));
+    let zero = good().replace("name = \"app\"\n", "name = \"app\"\nmax_backend_connections = 0\n");
+    assert!(problems(&zero).iter().any(|p| p.message.contains("max_backend_connections")));
+}

@@ -415,11 +415,17 @@ fn tenants(
             (Some(r), _) => cx.at(r, e),
             _ => cx.at(&t.name, e),
         });
+        if let Some(m) = &t.max_backend_connections
+            && *m.get_ref() == 0
+        {
+            cx.at(m, "max_backend_connections must be at least 1");
+        }
         if let (Some(secret), true, Ok(connection_rate)) = (secret, auth_ok, rate) {
             let tenant = Tenant {
                 name: t.name.get_ref().clone(),
                 databases: t.databases.get_ref().clone(),
                 max_client_connections: t.max_client_connections,
+                max_backend_connections: t.max_backend_connections.as_ref().map(|m| *m.get_ref()),
                 secret,
                 auth,
                 token,

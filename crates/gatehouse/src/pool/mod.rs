@@ -112,6 +112,40 @@ impl<E: Engine> Pool<E> {
     /// most the borrow timeout for a free slot in this pool and on the backend.
     pub async fn lease(self: &Arc<Self>) -> Result<Lease<E>, ProxyError> {
         let deadline = tokio::time::Instant::now() + self.cluster.borrow_timeout;
+        self.lease_until(deadline).await
+    }
+
+    /// [`Pool::lease`] for a tenant with a cap on the backend connections
+    /// its sessions hold at once: a slot of the cap is taken first (within
+    /// the same borrow timeout) and travels with the lease.
+    pub async fn lease_for(self: &Arc<Self>, cap: Option<&TenantCap>) -> Result<Lease<E>, ProxyError> {
+        let deadline = tokio::time::Instant::now() + self.cluster.borrow_timeout;
+        let Some(cap) = cap else {
+            return self.lease_until(deadline).await;
+        };
+        let waited = match cap.slots.clone().try_acquire_owned() {
+            Ok(p) => Ok(Ok(p)),
+            Err(_) => tokio::time::timeout_at(deadline, cap.slots.clone().acquire_owned()).await,
+        };
+        let slot = match waited {
+            Ok(Ok(p)) => p,
+            Ok(Err(_)) => return Err(ProxyError::new(Condition::Shutdown, "the pool is closed")),
+            Err(_) => {
+                return Err(ProxyError::new(
+                    Condition::TooManyConnections,
+                    format!(
+                        "no backend connection became free within {:?} (limit of {} backend connections for user \"{}\")",
+                        self.cluster.borrow_timeout, cap.limit, cap.tenant
+                    ),
+                ));
+            }
+        };
+        let mut lease = self.lease_until(deadline).await?;
+        lease._tenant = Some(slot);
+        Ok(lease)
+    }
+
+    async fn lease_until(self: &Arc<Self>, deadline: tokio::time::Instant) -> Result<Lease<E>, ProxyError> {
         // Fast path without a timer when a slot is free (the common case).
         let waited = match self.permits.clone().try_acquire_owned() {
             Ok(p) => Ok(Ok(p)),
@@ -137,6 +171,7 @@ impl<E: Engine> Pool<E> {
                     pooled: Some(p),
                     pool: self.clone(),
                     _permit: permit,
+                    _tenant: None,
                 });
             }
         }
@@ -166,6 +201,7 @@ impl<E: Engine> Pool<E> {
             pooled: Some(pooled),
             pool: self.clone(),
             _permit: permit,
+            _tenant: None,
         })
     }
 
@@ -215,6 +251,16 @@ pub struct Lease<E: Engine> {
     pooled: Option<Box<Pooled<E::Conn>>>,
     pool: Arc<Pool<E>>,
     _permit: OwnedSemaphorePermit,
+    /// The tenant's cap slot, when its backend connections are capped.
+    _tenant: Option<OwnedSemaphorePermit>,
+}
+
+/// A tenant's cap on the backend connections its sessions hold at once.
+#[derive(Clone)]
+pub struct TenantCap {
+    pub tenant: Arc<str>,
+    pub limit: u32,
+    pub slots: Arc<Semaphore>,
 }
 
 impl<E: Engine> Lease<E> {

@@ -1,5 +1,6 @@
 //! Limits: a share of the server's max_connections, init_query, client idle
-//! timeout, server lifetime, per-tenant client limits, statement mode.
+//! timeout, server lifetime, per-tenant client and backend connection
+//! limits, statement mode.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("limits::init_query_idle_timeout_and_lifetime", init_idle_lifetime),
         ("limits::per_tenant_client_limit", tenant_limit),
         ("limits::statement_mode_refuses_transaction_blocks", statement_mode),
+        ("limits::per_tenant_backend_connections", tenant_backend_cap),
     ]
 }
 
@@ -99,6 +101,42 @@ fn statement_mode(ctx: &Ctx) -> Result<()> {
             err.code() == Some(&SqlState::FEATURE_NOT_SUPPORTED) || err.is_closed(),
             "{err:?}"
         );
+        Ok(())
+    })
+}
+
+fn tenant_backend_cap(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        // bea may hold one backend connection at a time (the pool has 10).
+        let a = ctx.client("rw", "bea", "bea-pw", "app1").await?;
+        let b = ctx.client("rw", "bea", "bea-pw", "app1").await?;
+        let other = ctx.client("rw", "alice", "alice-pw", "app1").await?;
+        a.batch_execute("BEGIN; SELECT 1").await?;
+        // Another tenant is not held up.
+        let quick = tokio::time::timeout(Duration::from_secs(1), other.simple_query("SELECT 1")).await;
+        ensure!(quick.is_ok_and(|r| r.is_ok()), "another tenant waited for bea's cap");
+        // bea's second session waits the borrow timeout (3 s), then 53300.
+        let started = std::time::Instant::now();
+        let err = b
+            .simple_query("SELECT 1")
+            .await
+            .err()
+            .context("second backend connection lent")?;
+        ensure!(
+            started.elapsed() >= Duration::from_millis(2500),
+            "refused without waiting"
+        );
+        ensure!(err.code() == Some(&SqlState::TOO_MANY_CONNECTIONS), "{err:?}");
+        let msg = crate::db_message(&err);
+        ensure!(msg.contains("limit of 1 backend connections for user \"bea\""), "{msg}");
+        a.batch_execute("COMMIT").await?;
+        // With the slot free again, bea's sessions go on one at a time.
+        let c = ctx.client("rw", "bea", "bea-pw", "app1").await?;
+        for _ in 0..3 {
+            let (x, y) = tokio::join!(a.simple_query("SELECT 1"), c.simple_query("SELECT 2"));
+            x?;
+            y?;
+        }
         Ok(())
     })
 }

@@ -91,6 +91,7 @@ pub const TENANTS: &[(&str, &str, &str, &str, bool)] = &[
     ("carol", "carol-pw", "\"app1\"", "md5_backend", false),
     ("dave", "dave-pw", "\"app1\"", "trust_backend", false),
     ("erin", "erin-pw", "\"app1\"", "owner", false),
+    ("bea", "bea-pw", "\"app1\"", "owner", false),
     ("ivan", "ivan-pw", "\"app1\"", "owner", false),
     ("rita", "rita-pw", "\"app1\"", "owner", false),
 ];
@@ -341,6 +342,7 @@ password = "not-checked"
     }
     Ok(text
         .replace("name = \"erin\"\n", "name = \"erin\"\nmax_client_connections = 2\n")
+        .replace("name = \"bea\"\n", "name = \"bea\"\nmax_backend_connections = 1\n")
         .replace(
             "name = \"rita\"\n",
             "name = \"rita\"\nconnection_rate = 1\nconnection_burst = 2\n",

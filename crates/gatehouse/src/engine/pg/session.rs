@@ -24,7 +24,7 @@ use crate::config::{ClientAuth, EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine};
 use crate::error::{Condition, ProxyError};
-use crate::pool::{Lease, Pool, PoolKey};
+use crate::pool::{Lease, Pool, PoolKey, TenantCap};
 
 /// A client that has logged in: who it is and what it holds for its life.
 struct LoggedIn {
@@ -343,14 +343,17 @@ async fn begin<'a>(
     };
     let server_max = core.topology.max_connections(&cluster.name, &key.backend);
     let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max);
+    let cap = core.tenant_backend_cap(tenant);
     if endpoint.pool_mode == PoolMode::Session {
-        Box::pin(run_session(core, stream, pool, &wanted, cancel)).await?;
+        Box::pin(run_session(core, stream, pool, &wanted, cancel, cap.as_ref())).await?;
         return Ok(None);
     }
-    let Some(start) = pooled_greeting(core, endpoint, stream, &pool, &wanted, cancel).await? else {
+    let greeted = pooled_greeting(core, endpoint, stream, &pool, &wanted, cancel, cap.as_ref()).await?;
+    let Some(start) = greeted else {
         return Ok(None);
     };
     let mut tx = Box::new(TxSession::new(core, endpoint, pool, cancel, start.desired));
+    tx.backend_cap = cap;
     if let Some((lease, detail)) = start.pinned {
         tx.start_pinned(lease, "startup_untracked", detail);
     }
@@ -364,8 +367,9 @@ async fn run_session(
     pool: Arc<Pool<PgEngine>>,
     wanted: &[(String, String)],
     cancel: &CancelKey<PgCancelTarget>,
+    cap: Option<&TenantCap>,
 ) -> Result<(), ProxyError> {
-    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, wanted)).await? else {
+    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, wanted, cap)).await? else {
         return Ok(());
     };
     cancel.slot.set(lease.conn().cancel_target());
@@ -421,8 +425,9 @@ async fn prepare_backend(
     stream: &mut ClientStream,
     pool: &Arc<Pool<PgEngine>>,
     wanted: &[(String, String)],
+    cap: Option<&TenantCap>,
 ) -> Result<Option<Lease<PgEngine>>, ProxyError> {
-    let mut lease = Box::pin(pool.lease()).await?;
+    let mut lease = Box::pin(pool.lease_for(cap)).await?;
     let initial = lease.conn().initial.clone();
     if let Err(e) = Box::pin(tracked::apply(lease.conn(), &initial)).await {
         drop(lease);
@@ -486,6 +491,7 @@ async fn pooled_greeting(
     pool: &Arc<Pool<PgEngine>>,
     wanted: &[(String, String)],
     cancel: &CancelKey<PgCancelTarget>,
+    cap: Option<&TenantCap>,
 ) -> Result<Option<PooledStart>, ProxyError> {
     let untracked = wanted.iter().find(|(k, _)| {
         let name = k.to_ascii_lowercase();
@@ -503,7 +509,7 @@ async fn pooled_greeting(
             pinned: None,
         }));
     }
-    let Some(mut lease) = Box::pin(prepare_backend(stream, pool, wanted)).await? else {
+    let Some(mut lease) = Box::pin(prepare_backend(stream, pool, wanted, cap)).await? else {
         return Ok(None);
     };
     let desired = match Box::pin(tracked::read(lease.conn())).await {

@@ -46,6 +46,8 @@ pub struct TxSession<'a> {
     pub cancel: &'a CancelKey<super::backend::PgCancelTarget>,
     pub session_id: u64,
     pub desired: tracked::Values,
+    /// The tenant's cap on backend connections in use, if any.
+    pub backend_cap: Option<crate::pool::TenantCap>,
     lease: Option<Lease<PgEngine>>,
     cbuf: BytesMut,
     b_remaining: usize,
@@ -81,6 +83,7 @@ impl<'a> TxSession<'a> {
             cancel,
             session_id: u64::from(cancel.id),
             desired,
+            backend_cap: None,
             lease: None,
             cbuf: BytesMut::new(),
             b_remaining: 0,
@@ -310,7 +313,9 @@ impl<'a> TxSession<'a> {
         if self.lease.is_some() {
             return Ok(());
         }
-        let mut lease = Box::pin(self.pool.lease()).await.map_err(End::ClientError)?;
+        let mut lease = Box::pin(self.pool.lease_for(self.backend_cap.as_ref()))
+            .await
+            .map_err(End::ClientError)?;
         if let Err(e) = Box::pin(tracked::apply(lease.conn(), &self.desired)).await {
             return Err(End::BackendGone(e.to_string()));
         }
