@@ -359,5 +359,9 @@ fn max_backend_connections_is_checked() {
     let s = parse(&text, Path::new(".")).unwrap();
     assert_eq!(s.tenants["app"].max_backend_connections, Some(3));
     let zero = good().replace("name = \"app\"\n", "name = \"app\"\nmax_backend_connections = 0\n");
-    assert!(problems(&zero).iter().any(|p| p.message.contains("max_backend_connections")));
+    assert!(
+        problems(&zero)
+            .iter()
+            .any(|p| p.message.contains("max_backend_connections"))
+    );
 }
