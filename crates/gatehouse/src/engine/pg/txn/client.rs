@@ -1,0 +1,211 @@
+//! The client's side of a transaction-mode session: each frontend message
+//! is checked, renamed where it names a prepared statement, queued for its
+//! answers and sent on; statement texts are classified for what they do to
+//! session state (tracked parameters read back, pinning, forgotten
+//! statements).
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use gatehouse_proto_pg::frame::{self, Step, next_frame};
+use gatehouse_proto_pg::{extended, messages};
+use gatehouse_sql::{DiscardKind, Effect, PinReason, Scope};
+
+use super::TxSession;
+use crate::engine::pg::pending::Pending;
+use crate::engine::pg::relay::End;
+use crate::engine::pg::statements::{Statement, proxy_name};
+use crate::engine::pg::tracked;
+use crate::error::{Condition, ProxyError};
+
+impl TxSession<'_> {
+    /// What a statement's text does to session state.
+    /// Returns whether running `sql` may change tracked parameters (the
+    /// caller reads them back after the transaction in which it runs).
+    pub(super) fn note_effects(&mut self, sql: &str) -> bool {
+        let mut touches = false;
+        for effect in gatehouse_sql::classify_all(sql) {
+            match effect {
+                Effect::None | Effect::Transaction(_) | Effect::Execute { .. } => {}
+                Effect::Set {
+                    scope: Scope::Local, ..
+                } => {}
+                Effect::Set { name, .. } if tracked::is_tracked(&name) => touches = true,
+                Effect::Set { name, .. } => {
+                    if !self
+                        .endpoint
+                        .pinning_filter
+                        .iter()
+                        .any(|n| n.eq_ignore_ascii_case(&name))
+                    {
+                        self.pin("set_untracked", format!("SET of untracked parameter \"{name}\""));
+                    }
+                }
+                Effect::Reset { name } if name == "role" || name == "session_authorization" => {}
+                Effect::Reset { .. } | Effect::ResetAll => touches = true,
+                Effect::Discard(DiscardKind::All) => {
+                    touches = true;
+                    self.forget_statements();
+                }
+                Effect::Discard(_) => {}
+                Effect::Deallocate { name: None } => self.forget_statements(),
+                Effect::Deallocate { name: Some(_) } => {}
+                Effect::Prepare { name } => self.pin("sql_prepare", format!("SQL-level PREPARE of \"{name}\"")),
+                Effect::Pin(reason) => {
+                    let (code, detail) = pin_reason(&reason);
+                    self.pin(code, detail.to_owned());
+                }
+            }
+        }
+        touches
+    }
+
+    /// DISCARD ALL / DEALLOCATE ALL: the client's statements are gone, and so
+    /// is everything prepared on this backend connection.
+    fn forget_statements(&mut self) {
+        self.registry.clear();
+        if let Some(lease) = self.lease.as_mut() {
+            let conn = lease.conn();
+            conn.prepared.clear();
+            conn.unnamed_owner = None;
+        }
+    }
+
+    pub(super) async fn client_messages(&mut self) -> Result<(), End> {
+        let max = self.core.settings.proxy.max_message_bytes;
+        loop {
+            let (tag, len) = match next_frame(&self.cbuf, max, max) {
+                Ok(Step::Whole { tag, len }) => (tag, len),
+                Ok(Step::NeedMore | Step::Stream { .. }) => return Ok(()),
+                Err(e) => {
+                    return Err(End::ClientError(ProxyError::new(
+                        Condition::ProtocolViolation,
+                        e.to_string(),
+                    )));
+                }
+            };
+            let msg = self.cbuf.split_to(len).freeze();
+            tracing::trace!(tag = %char::from(tag), len, "client message");
+            if tag == b'X' {
+                return Err(End::Terminated);
+            }
+            if !frame::is_frontend_tag(tag) {
+                return Err(End::ClientError(ProxyError::new(
+                    Condition::ProtocolViolation,
+                    format!("invalid frontend message type {}", char::from(tag).escape_default()),
+                )));
+            }
+            if self.client_skip && tag != b'S' {
+                continue;
+            }
+            self.ensure_lease().await?;
+            self.client_message(tag, msg)?;
+        }
+    }
+
+    fn client_message(&mut self, tag: u8, msg: Bytes) -> Result<(), End> {
+        let malformed =
+            |e: messages::DecodeError| End::ClientError(ProxyError::new(Condition::ProtocolViolation, e.to_string()));
+        match tag {
+            b'Q' => {
+                let sql = messages::body(&msg).split_last().map(|(_, s)| s).unwrap_or_default();
+                if self.note_effects(&String::from_utf8_lossy(sql)) {
+                    self.readback = true;
+                }
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Query, &mut self.to_client);
+            }
+            b'P' => {
+                let p = extended::parse_parse(&msg).map_err(malformed)?;
+                // Effects on tracked parameters happen when the statement is
+                // executed (Bind), possibly in a later transaction.
+                let touches_tracked = self.note_effects(p.query);
+                let stmt = Statement {
+                    proxy: if p.name.is_empty() {
+                        Arc::from("")
+                    } else {
+                        proxy_name(p.query, p.param_types)
+                    },
+                    query: Arc::from(p.query),
+                    param_types: Bytes::copy_from_slice(p.param_types),
+                    touches_tracked,
+                };
+                self.client_parse(p.name.to_owned(), Arc::new(stmt), &msg);
+            }
+            b'B' => {
+                let b = extended::parse_bind(&msg).map_err(malformed)?;
+                let touches = if b.statement.is_empty() {
+                    self.registry.unnamed().is_some_and(|(_, st)| st.touches_tracked)
+                } else {
+                    self.registry.get(b.statement).is_some_and(|st| st.touches_tracked)
+                };
+                self.readback |= touches;
+                match self.resolve(b.statement) {
+                    Some(proxy) => extended::put_bind(&mut self.to_backend, b.portal, &proxy, b.rest),
+                    None => self.to_backend.extend_from_slice(&msg),
+                }
+                self.queue.push(Pending::Bind, &mut self.to_client);
+            }
+            b'D' => {
+                let (kind, name) = extended::parse_target(&msg).map_err(malformed)?;
+                match (kind, self.resolve_if_statement(kind, name)) {
+                    (b'S', Some(proxy)) => extended::put_target(&mut self.to_backend, b'D', b'S', &proxy),
+                    _ => self.to_backend.extend_from_slice(&msg),
+                }
+                self.queue.push(Pending::Describe, &mut self.to_client);
+            }
+            b'C' => {
+                let (kind, name) = extended::parse_target(&msg).map_err(malformed)?;
+                if kind == b'S' && !name.is_empty() {
+                    // Backend statements are shared and cached: only the client's view changes.
+                    self.registry.remove(name);
+                    let mut done = BytesMut::new();
+                    messages::put_message(&mut done, b'3', |_| {});
+                    self.queue.push(Pending::Synthetic(done.freeze()), &mut self.to_client);
+                } else {
+                    if kind == b'S' {
+                        self.registry.clear_unnamed();
+                        if let Some(l) = self.lease.as_mut() {
+                            l.conn().unnamed_owner = None;
+                        }
+                    }
+                    self.to_backend.extend_from_slice(&msg);
+                    self.queue.push(Pending::Close, &mut self.to_client);
+                }
+            }
+            b'E' => {
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Execute, &mut self.to_client);
+            }
+            b'S' => {
+                self.client_skip = false;
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Sync, &mut self.to_client);
+            }
+            b'F' => {
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::Query, &mut self.to_client);
+            }
+            b'c' | b'f' => {
+                self.to_backend.extend_from_slice(&msg);
+                self.queue.push(Pending::CopyEnd, &mut self.to_client);
+            }
+            // Flush and CopyData get no per-message answer.
+            _ => self.to_backend.extend_from_slice(&msg),
+        }
+        Ok(())
+    }
+}
+
+fn pin_reason(reason: &PinReason) -> (&'static str, &'static str) {
+    match reason {
+        PinReason::TempTable => ("temp_table", "temporary table"),
+        PinReason::AdvisoryLock => ("advisory_lock", "session-level advisory lock"),
+        PinReason::Listen => ("listen", "LISTEN"),
+        PinReason::CursorWithHold => ("cursor_with_hold", "cursor WITH HOLD"),
+        PinReason::SetRole => ("set_role", "SET ROLE"),
+        PinReason::SetSessionAuthorization => ("set_session_authorization", "SET SESSION AUTHORIZATION"),
+        PinReason::Load => ("load", "LOAD"),
+        PinReason::Unrecognized => ("unrecognized", "statement the classifier does not understand"),
+    }
+}
