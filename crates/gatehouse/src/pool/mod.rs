@@ -123,47 +123,51 @@ impl<E: Engine> Pool<E> {
         let Some(cap) = cap else {
             return self.lease_until(deadline).await;
         };
-        let waited = match cap.slots.clone().try_acquire_owned() {
-            Ok(p) => Ok(Ok(p)),
-            Err(_) => tokio::time::timeout_at(deadline, cap.slots.clone().acquire_owned()).await,
-        };
-        let slot = match waited {
-            Ok(Ok(p)) => p,
-            Ok(Err(_)) => return Err(ProxyError::new(Condition::Shutdown, "the pool is closed")),
-            Err(_) => {
-                return Err(ProxyError::new(
-                    Condition::TooManyConnections,
-                    format!(
-                        "no backend connection became free within {:?} (limit of {} backend connections for user \"{}\")",
-                        self.cluster.borrow_timeout, cap.limit, cap.tenant
-                    ),
-                ));
-            }
-        };
+        let slot = self
+            .wait_slot(&cap.slots, deadline, || {
+                format!("limit of {} backend connections for user \"{}\"", cap.limit, cap.tenant)
+            })
+            .await?;
         let mut lease = self.lease_until(deadline).await?;
         lease._tenant = Some(slot);
         Ok(lease)
     }
 
-    async fn lease_until(self: &Arc<Self>, deadline: tokio::time::Instant) -> Result<Lease<E>, ProxyError> {
-        // Fast path without a timer when a slot is free (the common case).
-        let waited = match self.permits.clone().try_acquire_owned() {
+    /// A slot of `slots`, waiting until `deadline` (first come, first
+    /// served); then 53300 naming the limit. No timer when a slot is free.
+    async fn wait_slot(
+        &self,
+        slots: &Arc<Semaphore>,
+        deadline: tokio::time::Instant,
+        limit: impl FnOnce() -> String,
+    ) -> Result<OwnedSemaphorePermit, ProxyError> {
+        let waited = match slots.clone().try_acquire_owned() {
             Ok(p) => Ok(Ok(p)),
-            Err(_) => tokio::time::timeout_at(deadline, self.permits.clone().acquire_owned()).await,
+            Err(_) => tokio::time::timeout_at(deadline, slots.clone().acquire_owned()).await,
         };
-        let permit = match waited {
-            Ok(Ok(p)) => p,
-            Ok(Err(_)) => return Err(ProxyError::new(Condition::Shutdown, "the pool is closed")),
-            Err(_) => {
-                return Err(ProxyError::new(
-                    Condition::TooManyConnections,
-                    format!(
-                        "no backend connection became free within {:?} (pool limit of {} connections for user \"{}\" on database \"{}\")",
-                        self.cluster.borrow_timeout, self.cluster.pool_size, self.key.user, self.key.database
-                    ),
-                ));
-            }
-        };
+        match waited {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(_)) => Err(ProxyError::new(Condition::Shutdown, "the pool is closed")),
+            Err(_) => Err(ProxyError::new(
+                Condition::TooManyConnections,
+                format!(
+                    "no backend connection became free within {:?} ({})",
+                    self.cluster.borrow_timeout,
+                    limit()
+                ),
+            )),
+        }
+    }
+
+    async fn lease_until(self: &Arc<Self>, deadline: tokio::time::Instant) -> Result<Lease<E>, ProxyError> {
+        let permit = self
+            .wait_slot(&self.permits, deadline, || {
+                format!(
+                    "pool limit of {} connections for user \"{}\" on database \"{}\"",
+                    self.cluster.pool_size, self.key.user, self.key.database
+                )
+            })
+            .await?;
         let now = Instant::now();
         while let Some(mut p) = self.pop_idle() {
             if !self.expired(&p, now) && self.engine.is_usable(&mut p.conn) {
