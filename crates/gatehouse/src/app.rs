@@ -9,10 +9,12 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc, watch};
 
+use crate::admin::{self, AdminState, EndpointSlots, view::CoreView};
 use crate::config::{EndpointSettings, EngineKind, Settings};
 use crate::core::Core;
 use crate::engine::pg::PgEngine;
 use crate::engine::{ClientConn, Engine};
+use crate::reload::Reloader;
 use crate::topology;
 
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +25,8 @@ pub enum AppError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot listen on {addr} for the admin API: {source}")]
+    BindAdmin { addr: SocketAddr, source: std::io::Error },
 }
 
 /// Held by every session; shutdown waits until all are dropped.
@@ -32,8 +36,10 @@ pub struct DrainGuard(#[allow(dead_code)] mpsc::Sender<()>);
 /// A proxy with its listeners bound, ready to [`run`].
 pub struct App {
     settings: Arc<Settings>,
-    listeners: Vec<(Arc<EndpointSettings>, TcpListener, SocketAddr)>,
+    listeners: Vec<(Arc<EndpointSettings>, TcpListener, SocketAddr, Arc<Semaphore>)>,
+    admin: Option<(TcpListener, SocketAddr)>,
     pg: Arc<Core<PgEngine>>,
+    reloader: Arc<Reloader>,
     shutdown_tx: watch::Sender<bool>,
 }
 
@@ -54,23 +60,50 @@ impl App {
                 addr: e.listen,
                 source,
             })?;
-            listeners.push((e.clone(), listener, addr));
+            let slots = Arc::new(Semaphore::new(e.max_client_connections as usize));
+            listeners.push((e.clone(), listener, addr, slots));
         }
+        let admin = match &settings.admin {
+            None => None,
+            Some(a) => {
+                let listener = TcpListener::bind(a.listen)
+                    .await
+                    .map_err(|source| AppError::BindAdmin { addr: a.listen, source })?;
+                let addr = listener
+                    .local_addr()
+                    .map_err(|source| AppError::BindAdmin { addr: a.listen, source })?;
+                Some((listener, addr))
+            }
+        };
         let pg = Arc::new(Core::new(settings.clone(), PgEngine::default(), shutdown_rx));
+        let cores: Vec<Arc<dyn CoreView>> = vec![pg.clone()];
+        let reloader = Arc::new(Reloader::new(settings.source.clone(), cores));
         Ok(App {
             settings,
             listeners,
+            admin,
             pg,
+            reloader,
             shutdown_tx,
         })
+    }
+
+    /// The address the admin API listens on, with `[admin]`.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|(_, a)| *a)
+    }
+
+    /// Reloads the configuration file (SIGHUP and the admin API use it).
+    pub fn reloader(&self) -> Arc<Reloader> {
+        self.reloader.clone()
     }
 
     /// The address an endpoint actually listens on.
     pub fn local_addr(&self, endpoint: &str) -> Option<SocketAddr> {
         self.listeners
             .iter()
-            .find(|(e, _, _)| e.name == endpoint)
-            .map(|(_, _, a)| *a)
+            .find(|(e, _, _, _)| e.name == endpoint)
+            .map(|(_, _, a, _)| *a)
     }
 
     /// The PostgreSQL core (pools, topology), for reports and tests.
@@ -96,12 +129,28 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
         }
     }
     let mut accept_tasks = Vec::new();
-    for (endpoint, listener, addr) in app.listeners {
+    let mut endpoint_slots = Vec::new();
+    for (endpoint, listener, addr, slots) in app.listeners {
         tracing::info!(endpoint = %endpoint.name, %addr, cluster = %endpoint.cluster.name, role = ?endpoint.role, "listening");
+        endpoint_slots.push(EndpointSlots {
+            name: endpoint.name.clone(),
+            max: endpoint.max_client_connections as usize,
+            slots: slots.clone(),
+        });
         let task = match endpoint.cluster.engine {
-            EngineKind::Postgres => tokio::spawn(accept_loop(app.pg.clone(), endpoint, listener, drain.clone())),
+            EngineKind::Postgres => tokio::spawn(accept_loop(app.pg.clone(), endpoint, listener, slots, drain.clone())),
         };
         accept_tasks.push(task);
+    }
+    if let Some((listener, addr)) = app.admin {
+        tracing::info!(%addr, "admin API listening");
+        let state = Arc::new(AdminState {
+            cores: vec![app.pg.clone() as Arc<dyn CoreView>],
+            endpoints: endpoint_slots,
+            reloader: app.reloader.clone(),
+            token: app.settings.admin.as_ref().and_then(|a| a.token.clone()),
+        });
+        accept_tasks.push(tokio::spawn(admin::serve(listener, state, app.shutdown_tx.subscribe())));
     }
     drop(drain);
     shutdown.await;
@@ -123,13 +172,14 @@ async fn accept_loop<E: Engine>(
     core: Arc<Core<E>>,
     endpoint: Arc<EndpointSettings>,
     listener: TcpListener,
+    slots: Arc<Semaphore>,
     drain: DrainGuard,
 ) {
-    let slots = Arc::new(Semaphore::new(endpoint.max_client_connections as usize));
     loop {
         match listener.accept().await {
             Ok((socket, peer)) => {
                 let _ = socket.set_nodelay(true);
+                core.stats.record_accept();
                 let client = ClientConn {
                     socket,
                     peer,

@@ -37,7 +37,38 @@ pub enum Condition {
     Internal,
 }
 
+impl ErrorKind {
+    /// A stable label for metrics and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Auth => "auth",
+            Self::Limit => "limit",
+            Self::Backend => "backend",
+            Self::Internal => "internal",
+        }
+    }
+}
+
 impl Condition {
+    /// A stable label for metrics and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ProtocolViolation => "protocol_violation",
+            Self::FeatureNotSupported => "feature_not_supported",
+            Self::InvalidPassword => "invalid_password",
+            Self::NotAllowed => "not_allowed",
+            Self::UnknownDatabase => "unknown_database",
+            Self::TooManyConnections => "too_many_connections",
+            Self::LoginTimeout => "login_timeout",
+            Self::IdleTimeout => "idle_timeout",
+            Self::BackendUnavailable => "backend_unavailable",
+            Self::NoBackendForRole => "no_backend_for_role",
+            Self::Shutdown => "shutdown",
+            Self::Internal => "internal",
+        }
+    }
+
     pub fn kind(self) -> ErrorKind {
         match self {
             Self::ProtocolViolation | Self::FeatureNotSupported | Self::LoginTimeout | Self::IdleTimeout => {

@@ -3,6 +3,7 @@
 //! test or a benchmark can start any number of proxies in one process.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod cancel;
@@ -12,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod limits;
 pub mod pool;
+pub mod reload;
 pub mod stats;
 pub mod tenants;
 pub mod tls;

@@ -136,7 +136,7 @@ fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
     let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        tokio::spawn(reload_on_hangup(path.clone(), app.pg_core()));
+        tokio::spawn(reload_on_hangup(app.reloader()));
         gatehouse::run(app, shutdown_signal()).await?;
         anyhow::Ok(())
     })?;
@@ -146,19 +146,15 @@ fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
 /// On SIGHUP, reads the configuration again and takes its tenants (with the
 /// tenant directory) and secrets (with the secrets store); an invalid file
 /// is reported and the running configuration kept.
-async fn reload_on_hangup(path: PathBuf, core: std::sync::Arc<gatehouse::core::Core<gatehouse::engine::pg::PgEngine>>) {
+async fn reload_on_hangup(reloader: std::sync::Arc<gatehouse::reload::Reloader>) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut hangup) = signal(SignalKind::hangup()) else {
         tracing::warn!("cannot listen for SIGHUP: reload by restart only");
         return;
     };
     while hangup.recv().await.is_some() {
-        let file = path.clone();
-        match tokio::task::spawn_blocking(move || config::load(&file)).await {
-            Ok(Ok(settings)) => core.reload(&settings),
-            Ok(Err(problems)) => tracing::warn!(%problems, "reload refused: the configuration has problems"),
-            Err(e) => tracing::warn!(error = %e, "reload failed"),
-        }
+        // The reloader logs the outcome.
+        let _ = reloader.reload().await;
     }
 }
 

@@ -4,7 +4,8 @@
 //! right and wrong; a backend secret the server refuses) with every log
 //! line captured at TRACE level. Then the logs, every error the clients
 //! saw, and the configuration's `Debug` form are searched for each
-//! password, token, key and secret used: none may appear.
+//! password, token, key and secret used: none may appear. The same for
+//! everything the admin API (metrics, pools, stats, backends, reload) shows.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -14,11 +15,13 @@ use anyhow::{Context, Result, ensure};
 use gatehouse_proto_pg::auth::random_salt;
 use gatehouse_proto_pg::auth::scram::ScramVerifier;
 use gatehouse_secrets::{MasterKey, SecretsFile};
+use gatehouse_testkit::http::request;
 use gatehouse_testkit::{Cluster, Options};
 use gatehouse_token::{IssueRequest, IssuingKey, issue, unix_seconds};
 
 const OWNER_PW: &str = "store-owner-pw-4f1c";
 const REFUSED_PW: &str = "refused-backend-pw-9d2e";
+const ADMIN_TOKEN: &str = "leak-check-admin-token-5a1f";
 const HS256: &str = "leak-check-hs256-secret-0123456789abcdef";
 const TENANT_PW: &str = "tenant-pw-77a1";
 const WRONG_PW: &str = "wrong-pw-3b8c";
@@ -46,6 +49,10 @@ fn config(cluster: &Cluster, verifier: &ScramVerifier) -> Result<String> {
         r#"
 [proxy]
 log_filter = "trace"
+
+[admin]
+listen = "127.0.0.1:0"
+token_file = "admin.token"
 
 [secrets_store]
 file = "secrets.toml"
@@ -148,8 +155,10 @@ fn no_secret_in_logs_errors_or_settings() -> Result<()> {
     store.save(dir.join("secrets.toml"))?;
     std::fs::write(dir.join("hs256.secret"), HS256)?;
     let verifier = ScramVerifier::from_password(TENANT_PW, &random_salt(), 4096);
+    std::fs::write(dir.join("admin.token"), ADMIN_TOKEN)?;
     let text = config(&cluster, &verifier)?;
-    let settings = gatehouse::config::parse(&text, &dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+    std::fs::write(dir.join("gatehouse.toml"), &text)?;
+    let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
     let settings_debug = format!("{settings:?}");
 
     let logs = Captured::default();
@@ -170,13 +179,15 @@ fn no_secret_in_logs_errors_or_settings() -> Result<()> {
         WRONG_PW.into(),
         key_text.trim().into(),
         cluster.pg_password().to_owned(),
+        ADMIN_TOKEN.into(),
     ];
-    let seen_errors = rt.block_on(async {
+    let (seen_errors, admin_output) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let (pw, scram) = (
             app.local_addr("pw").context("pw")?,
             app.local_addr("scram").context("scram")?,
         );
+        let admin = app.admin_addr().context("no admin listener")?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let proxy = tokio::spawn(gatehouse::run(app, async {
             let _ = rx.await;
@@ -235,9 +246,31 @@ fn no_secret_in_logs_errors_or_settings() -> Result<()> {
                 .err()
                 .context("refused backend accepted")?,
         );
+        // Everything the admin API shows after that traffic, and a reload.
+        let admin_output = tokio::task::spawn_blocking(move || {
+            let mut out = String::new();
+            for (method, path) in [
+                ("GET", "/metrics"),
+                ("GET", "/api/pools"),
+                ("GET", "/api/stats"),
+                ("GET", "/api/backends"),
+                ("POST", "/api/reload"),
+                ("GET", "/metrics"),
+            ] {
+                let r = request(admin, method, path, Some(ADMIN_TOKEN))?;
+                ensure!(r.status == 200, "{method} {path}: {} {}", r.status, r.body);
+                out.push_str(&r.body);
+            }
+            anyhow::Ok(out)
+        })
+        .await??;
+        ensure!(
+            admin_output.contains("gatehouse_pool_connections") && admin_output.contains("app_owner"),
+            "the admin output lacks the pools: {admin_output}"
+        );
         let _ = tx.send(());
         let _ = tokio::time::timeout(Duration::from_secs(5), proxy).await;
-        anyhow::Ok(errors)
+        anyhow::Ok((errors, admin_output))
     })?;
 
     let logs = String::from_utf8_lossy(&logs.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).into_owned();
@@ -254,6 +287,11 @@ fn no_secret_in_logs_errors_or_settings() -> Result<()> {
         ensure!(
             !settings_debug.contains(secret.as_str()),
             "the settings' Debug shows a secret"
+        );
+        ensure!(
+            !admin_output.contains(secret.as_str()),
+            "the admin API shows a secret ({} chars)",
+            secret.len()
         );
         for e in &seen_errors {
             ensure!(!e.contains(secret.as_str()), "a client error shows a secret: {e}");

@@ -10,6 +10,7 @@
 
 mod cluster;
 mod env_file;
+pub mod http;
 mod mysql;
 mod ops;
 mod pg;

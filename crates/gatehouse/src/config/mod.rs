@@ -63,7 +63,9 @@ pub fn load(path: &Path) -> Result<Settings, Problems> {
         }])
     })?;
     let base = path.parent().unwrap_or(Path::new("."));
-    parse(&text, base)
+    let mut settings = parse(&text, base)?;
+    settings.source = Some(path.to_path_buf());
+    Ok(settings)
 }
 
 #[cfg(test)]

@@ -187,4 +187,26 @@ pub struct Settings {
     pub secrets: HashMap<String, Arc<Secret>>,
     /// Verifies tokens presented as passwords; `None` without `[tokens]`.
     pub tokens: Option<Arc<gatehouse_token::Verifier>>,
+    /// The admin HTTP listener; `None` without `[admin]`.
+    pub admin: Option<AdminSettings>,
+    /// The file these settings were read from, which a reload reads again;
+    /// `None` for settings parsed from text.
+    pub source: Option<std::path::PathBuf>,
+}
+
+/// `[admin]`: where the admin HTTP API listens and the token it requires.
+pub struct AdminSettings {
+    pub listen: SocketAddr,
+    /// Bearer token required on every request; `None`: no token (bind it
+    /// to a loopback address then).
+    pub token: Option<zeroize::Zeroizing<String>>,
+}
+
+impl fmt::Debug for AdminSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdminSettings")
+            .field("listen", &self.listen)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }

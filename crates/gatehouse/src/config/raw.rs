@@ -22,6 +22,16 @@ pub struct RawConfig {
     pub secrets: Vec<RawSecret>,
     pub secrets_store: Option<Spanned<RawSecretsStore>>,
     pub tokens: Option<Spanned<RawTokens>>,
+    pub admin: Option<Spanned<RawAdmin>>,
+}
+
+/// `[admin]`: the admin HTTP listener (metrics, pools, reload).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmin {
+    pub listen: Spanned<String>,
+    /// A file holding the bearer token every admin request must present.
+    pub token_file: Option<Spanned<String>>,
 }
 
 /// `[secrets_store]`: an encrypted secrets file (`gatehouse secrets ...`)

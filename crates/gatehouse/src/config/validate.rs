@@ -68,6 +68,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
     if let Some(dir) = &raw.proxy.tenant_directory {
         super::directory::load(&mut cx, dir, &secrets, tokens.is_some(), &mut tenants);
     }
+    let admin = raw.admin.as_ref().and_then(|a| admin(&mut cx, a));
     if endpoints.is_empty() && cx.problems.is_empty() {
         cx.problems.push(Problem {
             line: None,
@@ -84,7 +85,35 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
         tenants,
         secrets,
         tokens,
+        admin,
+        source: None,
     })
+}
+
+fn admin(cx: &mut Ctx, raw: &Spanned<RawAdmin>) -> Option<AdminSettings> {
+    let a = raw.get_ref();
+    let listen = match a.listen.get_ref().parse::<SocketAddr>() {
+        Ok(l) => l,
+        Err(e) => {
+            cx.at(&a.listen, format!("admin listen address: {e}"));
+            return None;
+        }
+    };
+    let token = match &a.token_file {
+        None => None,
+        Some(file) => match std::fs::read_to_string(cx.base.join(file.get_ref())) {
+            Ok(t) if !t.trim().is_empty() => Some(zeroize::Zeroizing::new(t.trim().to_owned())),
+            Ok(_) => {
+                cx.at(file, "admin token_file is empty");
+                return None;
+            }
+            Err(e) => {
+                cx.at(file, format!("cannot read admin token_file: {e}"));
+                return None;
+            }
+        },
+    };
+    Some(AdminSettings { listen, token })
 }
 
 fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {

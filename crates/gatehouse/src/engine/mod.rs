@@ -39,6 +39,8 @@ pub struct ClientConn {
 
 /// A database protocol plugged into the core.
 pub trait Engine: Send + Sync + Sized + 'static {
+    /// The engine's name in metrics and the admin API.
+    const NAME: &'static str;
     /// An authenticated backend connection, ready for a client's work.
     type Conn: Send + 'static;
     /// What a cancel needs to reach the backend running a client's query.

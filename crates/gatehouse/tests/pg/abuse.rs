@@ -3,7 +3,7 @@
 //! low limit, since every case here connects from 127.0.0.1), and a tenant
 //! over its connection rate refused while other tenants connect. Every
 //! refusal is checked for its SQLSTATE and for what its message must not
-//! show.
+//! show; every refusal is seen by a client over TLS.
 
 use std::time::Duration;
 
@@ -23,11 +23,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
     ]
 }
 
-/// The error of a refused login, checked to show none of `secrets`.
+/// The error of a refused login over TLS, checked to show none of `secrets`.
 async fn refused(ctx: &Ctx, endpoint: &str, user: &str, pw: &str, secrets: &[&str]) -> Result<tokio_postgres::Error> {
-    let e = ctx
-        .try_client(endpoint, user, pw, "app1")
-        .await
+    let e = crate::tokens::connect_tls(ctx, endpoint, user, pw, "app1")
+        .await?
         .err()
         .with_context(|| format!("{user} was let in"))?;
     let shown = format!("{} {e:?}", crate::db_message(&e));
@@ -94,14 +93,14 @@ fn per_address(ctx: &Ctx) -> Result<()> {
         let result = async {
             let conninfo = |user: &str, pw: &str| {
                 format!(
-                    "host={} port={} user={user} password={pw} dbname=app1 sslmode=disable",
+                    "host=localhost hostaddr={} port={} user={user} password={pw} dbname=app1 sslmode=require",
                     addr.ip(),
                     addr.port()
                 )
             };
             // Three wrong guesses under three names, known or not.
             for (user, guess) in [("alice", "guess-a"), ("stranger-1", "guess-b"), ("bob", "guess-c")] {
-                let e = tokio_postgres::connect(&conninfo(user, guess), tokio_postgres::NoTls)
+                let e = tokio_postgres::connect(&conninfo(user, guess), crate::tokens::tls_connector(ctx)?)
                     .await
                     .err()
                     .with_context(|| format!("{user} was let in"))?;
@@ -110,7 +109,7 @@ fn per_address(ctx: &Ctx) -> Result<()> {
             // Now every name from this address is refused untried, tenant or
             // not, right password or not, with one answer.
             for (user, pw) in [("alice", "alice-pw"), ("carol", "carol-pw"), ("stranger-2", "x-pw")] {
-                let e = tokio_postgres::connect(&conninfo(user, pw), tokio_postgres::NoTls)
+                let e = tokio_postgres::connect(&conninfo(user, pw), crate::tokens::tls_connector(ctx)?)
                     .await
                     .err()
                     .with_context(|| format!("{user} was let in over the address limit"))?;
@@ -140,10 +139,11 @@ fn connection_rate(ctx: &Ctx) -> Result<()> {
         for _ in 0..8 {
             // Another tenant connects alongside each of rita's attempts.
             let (rita, alice) = tokio::join!(
-                ctx.try_client("rw", "rita", "rita-pw", "app1"),
+                crate::tokens::connect_tls(ctx, "rw", "rita", "rita-pw", "app1"),
                 ctx.client("rw", "alice", "alice-pw", "app1")
             );
             alice?.simple_query("SELECT 1").await?;
+            let rita = rita?;
             match rita {
                 Ok(c) => clients.push(c),
                 Err(e) => {

@@ -4,6 +4,7 @@
 //! (tokio-postgres, psql, pgbench) or, for bad input, raw bytes.
 
 mod abuse;
+mod admin;
 mod auth;
 mod bad_input;
 mod differential;
@@ -36,6 +37,9 @@ pub struct Ctx {
     pub ca: PathBuf,
     pub endpoints: Vec<(String, SocketAddr)>,
     pub core: Arc<gatehouse::core::Core<gatehouse::engine::pg::PgEngine>>,
+    /// The admin API's address and the bearer token it requires.
+    pub admin: SocketAddr,
+    pub admin_token: String,
     shutdown: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
@@ -256,6 +260,10 @@ role = "read_write"
 pool_mode = "session"
 max_client_connections = 2
 
+[admin]
+listen = "127.0.0.1:0"
+token_file = "{d}/admin.token"
+
 [tokens]
 issuer = "gatehouse-test"
 hs256_secret_file = "{d}/token-hs256.secret"
@@ -409,15 +417,17 @@ fn setup() -> Result<Arc<Ctx>> {
     let ca = tls_files(&dir)?;
     tokens::key_files(&dir)?;
     reload::write_directory(&dir, &["dora"])?;
+    let admin_token = format!("admin-token-{}", rand_hex());
+    std::fs::write(dir.join("admin.token"), &admin_token)?;
     let text = config_text(&cluster, &dir)?;
     std::fs::write(dir.join("gatehouse.toml"), &text)?;
-    let settings = gatehouse::config::parse(&text, &dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let (endpoints, core) = rt.block_on(async {
+    let (endpoints, core, admin) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let endpoints = [
             "rw",
@@ -437,10 +447,11 @@ fn setup() -> Result<Arc<Ctx>> {
         .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
         .collect::<Vec<_>>();
         let core = app.pg_core();
+        let admin = app.admin_addr().context("no admin listener")?;
         tokio::spawn(gatehouse::run(app, async {
             let _ = rx.await;
         }));
-        anyhow::Ok((endpoints, core))
+        anyhow::Ok((endpoints, core, admin))
     })?;
     Ok(Arc::new(Ctx {
         rt,
@@ -449,6 +460,8 @@ fn setup() -> Result<Arc<Ctx>> {
         ca,
         endpoints,
         core,
+        admin,
+        admin_token,
         shutdown: std::sync::Mutex::new(Some(tx)),
     }))
 }
@@ -469,6 +482,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(reload::cases());
     cases.extend(scale::cases());
     cases.extend(abuse::cases());
+    cases.extend(admin::cases());
     let ctx = if args.list {
         None
     } else {
@@ -507,4 +521,11 @@ pub fn db_message(e: &tokio_postgres::Error) -> String {
     e.as_db_error()
         .map(|d| d.message().to_string())
         .unwrap_or_else(|| e.to_string())
+}
+
+/// 32 random hex digits.
+pub fn rand_hex() -> String {
+    use rand::Rng;
+    let bytes: [u8; 16] = rand::thread_rng().r#gen();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

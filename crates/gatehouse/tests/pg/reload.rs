@@ -48,7 +48,7 @@ pub fn write_directory(dir: &Path, named: &[&str]) -> Result<()> {
 /// Serializes edits of the configuration file between tests.
 static CONFIG_FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn lock_config() -> std::sync::MutexGuard<'static, ()> {
+pub fn lock_config() -> std::sync::MutexGuard<'static, ()> {
     CONFIG_FILE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

@@ -74,6 +74,7 @@ fn many_tenants(ctx: &Ctx) -> Result<()> {
         })
         .collect::<Result<_, _>>()?;
     let tokens = Arc::new(tokens);
+    let rss_before = rss_kib();
     ctx.rt.block_on(async {
         let started = Instant::now();
         let gate = Arc::new(Semaphore::new(CONNECTING));
@@ -124,14 +125,18 @@ fn many_tenants(ctx: &Ctx) -> Result<()> {
                 k.cluster == "main" && k.backend == writer && k.user == "app_owner" && k.database == "app1"
             })
             .count();
+        let rss_after = rss_kib();
         eprintln!(
             "scale: {CLIENTS} clients of {TENANTS} tenants ({} configured) connected in {connected:?} with 0 errors; \
              {backends} backend connections in {} pools ({tenant_pools} for the tenants' (user, database)); \
-             {} token verifications, {} cache hits",
+             {} token verifications, {} cache hits; test process RSS {} MiB, +{} MiB for the {CLIENTS} sessions \
+             (proxy and its clients share the process; bench/pg-transaction.sh measures the proxy alone)",
             ctx.core.tenants.len(),
             pools.len(),
             verifier.verifications() - verified_before,
             verifier.cache_hits(),
+            rss_after / 1024,
+            rss_after.saturating_sub(rss_before) / 1024,
         );
         // (Verifications are counted by the proxy as a whole, so other test
         // cases add to them: printed, not asserted; the cache has its own test.)
@@ -142,4 +147,16 @@ fn many_tenants(ctx: &Ctx) -> Result<()> {
         drop(open);
         Ok(())
     })
+}
+
+/// This process's resident set size, in KiB (0 if /proc cannot tell).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
 }

@@ -91,7 +91,7 @@ fn token(key: &IssuingKey, tenant: &str, database: &str, audience: &str, issued:
     )?)
 }
 
-fn tls_connector(ctx: &Ctx) -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
+pub fn tls_connector(ctx: &Ctx) -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
     let mut roots = rustls::RootCertStore::empty();
     let pem = std::fs::read(&ctx.ca)?;
     for cert in rustls_pemfile_certs(&pem)? {

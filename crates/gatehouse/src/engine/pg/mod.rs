@@ -37,6 +37,7 @@ pub struct PgEngine {
 }
 
 impl Engine for PgEngine {
+    const NAME: &'static str = "postgres";
     type Conn = PgConn;
     type CancelTarget = PgCancelTarget;
 

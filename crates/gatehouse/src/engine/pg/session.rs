@@ -73,7 +73,7 @@ pub async fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) {
         Err(e) => Err(e),
     };
     if let Err(e) = result {
-        Box::pin(fail::<()>(Some(&mut stream), &e, peer)).await;
+        Box::pin(fail::<()>(&core.stats, Some(&mut stream), &e, peer)).await;
     }
 }
 
@@ -92,8 +92,8 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     let opening = match tokio::time::timeout_at(deadline, Box::pin(login::negotiate(&mut stream, &endpoint))).await {
         Ok(Ok(Some(o))) => o,
         Ok(Ok(None)) => return None,
-        Ok(Err(e)) => return fail(stream.as_mut(), &e, peer).await,
-        Err(_) => return fail(stream.as_mut(), &login_timeout(), peer).await,
+        Ok(Err(e)) => return fail(&core.stats, stream.as_mut(), &e, peer).await,
+        Err(_) => return fail(&core.stats, stream.as_mut(), &login_timeout(), peer).await,
     };
     let mut stream = stream?;
     let (minor, params, unsupported) = match opening {
@@ -113,7 +113,7 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     };
     if admission.is_none() {
         let e = ProxyError::new(Condition::TooManyConnections, "sorry, too many clients already");
-        return fail(Some(&mut stream), &e, peer).await;
+        return fail(&core.stats, Some(&mut stream), &e, peer).await;
     }
     let login = tokio::time::timeout_at(
         deadline,
@@ -130,8 +130,8 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     let (tenant, database, tenant_slot) = match login.await {
         Ok(Ok(Some(t))) => t,
         Ok(Ok(None)) => return None,
-        Ok(Err(e)) => return fail(Some(&mut stream), &e, peer).await,
-        Err(_) => return fail(Some(&mut stream), &login_timeout(), peer).await,
+        Ok(Err(e)) => return fail(&core.stats, Some(&mut stream), &e, peer).await,
+        Err(_) => return fail(&core.stats, Some(&mut stream), &login_timeout(), peer).await,
     };
     Some(LoggedIn {
         stream,
@@ -154,7 +154,13 @@ fn login_timeout() -> ProxyError {
 
 /// Logs `e` and sends it to the client as FATAL; always `None` (the
 /// session is over).
-async fn fail<T>(stream: Option<&mut ClientStream>, e: &ProxyError, peer: std::net::SocketAddr) -> Option<T> {
+async fn fail<T>(
+    stats: &crate::stats::Stats,
+    stream: Option<&mut ClientStream>,
+    e: &ProxyError,
+    peer: std::net::SocketAddr,
+) -> Option<T> {
+    stats.record_error(e);
     tracing::info!(%peer, kind = ?e.kind(), error = %e, "client session ended with an error");
     if let Some(s) = stream {
         send_fatal(s, e).await;

@@ -1,0 +1,168 @@
+//! `GET /metrics`: the proxy's state in the Prometheus text format, built
+//! from fresh snapshots at each scrape (so a scrape costs nothing between
+//! scrapes and nothing is kept twice). Labels name pools, backends,
+//! endpoints and reasons; never a password, token or secret value.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::AdminState;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EngineLabels {
+    engine: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    engine: String,
+    cluster: String,
+    backend: String,
+    user: String,
+    database: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BackendLabels {
+    engine: String,
+    cluster: String,
+    backend: String,
+    role: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PinLabels {
+    engine: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    engine: String,
+    kind: String,
+    condition: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: String,
+}
+
+fn gauge(v: usize) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The whole exposition text.
+pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::with_prefix("gatehouse");
+    let clients = Family::<EndpointLabels, Gauge>::default();
+    for e in &state.endpoints {
+        clients
+            .get_or_create(&EndpointLabels {
+                endpoint: e.name.clone(),
+            })
+            .set(gauge(e.connected()));
+    }
+    let accepted = Family::<EngineLabels, Counter>::default();
+    let tenants = Family::<EngineLabels, Gauge>::default();
+    let pools = Family::<EngineLabels, Gauge>::default();
+    let pool_conns = Family::<PoolLabels, Gauge>::default();
+    let backend_up = Family::<BackendLabels, Gauge>::default();
+    let pins = Family::<PinLabels, Counter>::default();
+    let errors = Family::<ErrorLabels, Counter>::default();
+    for core in &state.cores {
+        let s = core.snapshot();
+        let engine = EngineLabels {
+            engine: s.engine.to_owned(),
+        };
+        accepted.get_or_create(&engine).inc_by(s.accepted_connections);
+        tenants.get_or_create(&engine).set(gauge(s.tenants));
+        pools.get_or_create(&engine).set(gauge(s.pools.len()));
+        for p in &s.pools {
+            for (state, n) in [("idle", p.idle), ("leased", p.leased)] {
+                pool_conns
+                    .get_or_create(&PoolLabels {
+                        engine: s.engine.to_owned(),
+                        cluster: p.cluster.clone(),
+                        backend: p.backend.clone(),
+                        user: p.user.clone(),
+                        database: p.database.clone(),
+                        state: state.to_owned(),
+                    })
+                    .set(gauge(n));
+            }
+        }
+        for b in &s.backends {
+            backend_up
+                .get_or_create(&BackendLabels {
+                    engine: s.engine.to_owned(),
+                    cluster: b.cluster.clone(),
+                    backend: b.backend.clone(),
+                    role: b.role.to_owned(),
+                })
+                .set(i64::from(b.up));
+        }
+        for (reason, n) in &s.pinned_sessions {
+            pins.get_or_create(&PinLabels {
+                engine: s.engine.to_owned(),
+                reason: (*reason).to_owned(),
+            })
+            .inc_by(*n);
+        }
+        for e in &s.errors {
+            errors
+                .get_or_create(&ErrorLabels {
+                    engine: s.engine.to_owned(),
+                    kind: e.kind.to_owned(),
+                    condition: e.condition.to_owned(),
+                })
+                .inc_by(e.count);
+        }
+    }
+    let reloads = Family::<ResultLabels, Counter>::default();
+    let (applied, refused) = state.reloader.counts();
+    for (result, n) in [("applied", applied), ("refused", refused)] {
+        reloads
+            .get_or_create(&ResultLabels {
+                result: result.to_owned(),
+            })
+            .inc_by(n);
+    }
+    registry.register("client_connections", "Client connections open, by endpoint", clients);
+    registry.register(
+        "client_connections_accepted",
+        "Client connections accepted since start",
+        accepted,
+    );
+    registry.register("tenants", "Tenants configured", tenants);
+    registry.register("pools", "Backend connection pools open", pools);
+    registry.register(
+        "pool_connections",
+        "Backend connections per pool, idle or leased",
+        pool_conns,
+    );
+    registry.register("backend_up", "Whether a backend passes its health checks", backend_up);
+    registry.register(
+        "pinned_sessions",
+        "Client sessions pinned to a backend connection, by reason",
+        pins,
+    );
+    registry.register(
+        "client_errors",
+        "Errors that ended a client session or login, by kind and condition",
+        errors,
+    );
+    registry.register("reloads", "Configuration reloads, applied or refused", reloads);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    Ok(text)
+}

@@ -1,0 +1,171 @@
+//! The admin HTTP API: `GET /metrics` (Prometheus), `GET /api/pools`,
+//! `GET /api/backends`, `GET /api/stats`, `GET /api/health` and
+//! `POST /api/reload`. It shows names, counts and states, never a password,
+//! token, verifier or secret value. With `[admin] token_file`, every request
+//! must carry `Authorization: Bearer <token>`.
+
+mod metrics;
+pub mod view;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Serialize;
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+use crate::reload::{ReloadError, Reloader};
+use view::CoreView;
+
+/// An endpoint's client-connection slots, to count connected clients.
+pub struct EndpointSlots {
+    pub name: String,
+    pub max: usize,
+    pub slots: Arc<Semaphore>,
+}
+
+impl EndpointSlots {
+    /// Client connections holding a slot now.
+    pub fn connected(&self) -> usize {
+        self.max.saturating_sub(self.slots.available_permits())
+    }
+}
+
+/// What the admin handlers read.
+pub struct AdminState {
+    pub cores: Vec<Arc<dyn CoreView>>,
+    pub endpoints: Vec<EndpointSlots>,
+    pub reloader: Arc<Reloader>,
+    pub token: Option<zeroize::Zeroizing<String>>,
+}
+
+/// Serves the admin API on `listener` until `shutdown` turns true.
+pub async fn serve(listener: TcpListener, state: Arc<AdminState>, mut shutdown: watch::Receiver<bool>) {
+    let app = router(state);
+    let stop = async move {
+        let _ = shutdown.wait_for(|s| *s).await;
+    };
+    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
+        tracing::warn!(error = %e, "admin API stopped");
+    }
+}
+
+fn router(state: Arc<AdminState>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_text))
+        .route("/api/health", get(|| async { "ok\n" }))
+        .route("/api/pools", get(pools))
+        .route("/api/backends", get(backends))
+        .route("/api/stats", get(stats))
+        .route("/api/reload", post(reload))
+        .layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .with_state(state)
+}
+
+async fn require_token(State(state): State<Arc<AdminState>>, request: Request, next: Next) -> Response {
+    if let Some(token) = &state.token {
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !bool::from(presented.as_bytes().ct_eq(token.as_bytes())) {
+            return (StatusCode::UNAUTHORIZED, "a valid admin bearer token is required\n").into_response();
+        }
+    }
+    next.run(request).await
+}
+
+async fn metrics_text(State(state): State<Arc<AdminState>>) -> Response {
+    match metrics::render(&state) {
+        Ok(text) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+            text,
+        )
+            .into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be encoded\n").into_response(),
+    }
+}
+
+#[derive(Serialize)]
+struct PerEngine<T> {
+    engine: &'static str,
+    #[serde(flatten)]
+    data: T,
+}
+
+async fn pools(State(state): State<Arc<AdminState>>) -> Response {
+    let out: Vec<_> = state
+        .cores
+        .iter()
+        .map(|c| {
+            let s = c.snapshot();
+            PerEngine {
+                engine: s.engine,
+                data: serde_json::json!({ "pools": s.pools }),
+            }
+        })
+        .collect();
+    axum::Json(out).into_response()
+}
+
+async fn backends(State(state): State<Arc<AdminState>>) -> Response {
+    let out: Vec<_> = state
+        .cores
+        .iter()
+        .map(|c| {
+            let s = c.snapshot();
+            PerEngine {
+                engine: s.engine,
+                data: serde_json::json!({ "backends": s.backends }),
+            }
+        })
+        .collect();
+    axum::Json(out).into_response()
+}
+
+async fn stats(State(state): State<Arc<AdminState>>) -> Response {
+    let clients: Vec<_> = state
+        .endpoints
+        .iter()
+        .map(|e| serde_json::json!({ "endpoint": e.name, "connected": e.connected(), "max": e.max }))
+        .collect();
+    let engines: Vec<_> = state
+        .cores
+        .iter()
+        .map(|c| {
+            let s = c.snapshot();
+            serde_json::json!({
+                "engine": s.engine,
+                "tenants": s.tenants,
+                "pools": s.pools.len(),
+                "accepted_connections": s.accepted_connections,
+                "pinned_sessions": s.pinned_sessions,
+                "errors": s.errors,
+            })
+        })
+        .collect();
+    let (applied, refused) = state.reloader.counts();
+    axum::Json(serde_json::json!({
+        "endpoints": clients,
+        "engines": engines,
+        "reloads": { "applied": applied, "refused": refused },
+    }))
+    .into_response()
+}
+
+async fn reload(State(state): State<Arc<AdminState>>) -> Response {
+    match state.reloader.reload().await {
+        Ok(outcome) => axum::Json(outcome).into_response(),
+        Err(e @ ReloadError::NoSource) => (StatusCode::CONFLICT, format!("{e}\n")).into_response(),
+        Err(e @ ReloadError::Invalid(_)) => (StatusCode::UNPROCESSABLE_ENTITY, format!("{e}\n")).into_response(),
+        Err(e @ ReloadError::Failed(_)) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}

@@ -1,0 +1,168 @@
+//! The admin HTTP API against the running test proxy: the bearer token is
+//! required; `/metrics` and `/api/*` report pools, backends, pinned
+//! sessions and errors as they happen; `POST /api/reload` takes an edited
+//! tenant directory without a restart and refuses a broken file, keeping
+//! the running configuration.
+
+use anyhow::{Context, Result, ensure};
+use gatehouse_testkit::http::{Response, request};
+use tokio_postgres::error::SqlState;
+
+use crate::Ctx;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        ("admin::token_required", token_required),
+        ("admin::metrics_follow_pins_errors_and_pools", metrics_follow),
+        ("admin::reload_applies_and_refuses_broken_file", reload_over_http),
+    ]
+}
+
+fn get(ctx: &Ctx, path: &str) -> Result<Response> {
+    request(ctx.admin, "GET", path, Some(&ctx.admin_token))
+}
+
+/// The value of the sample `name{labels…}` whose labels include every one of
+/// `labels` (`key="value"` strings), or `None`.
+fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let (labelset, value) = match rest.strip_prefix('{') {
+            Some(r) => r.split_once("} ")?,
+            None => ("", rest.strip_prefix(' ')?),
+        };
+        labels
+            .iter()
+            .all(|l| labelset.split(',').any(|p| p == *l))
+            .then(|| value.trim().parse().ok())?
+    })
+}
+
+fn token_required(ctx: &Ctx) -> Result<()> {
+    for path in ["/metrics", "/api/pools", "/api/stats"] {
+        let none = request(ctx.admin, "GET", path, None)?;
+        ensure!(none.status == 401, "{path} without a token: {}", none.status);
+        let wrong = request(ctx.admin, "GET", path, Some("not-the-token"))?;
+        ensure!(wrong.status == 401, "{path} with a wrong token: {}", wrong.status);
+        ensure!(!wrong.body.contains(&ctx.admin_token), "the refusal shows the token");
+        let right = get(ctx, path)?;
+        ensure!(right.status == 200, "{path}: {} {}", right.status, right.body);
+    }
+    let reload = request(ctx.admin, "POST", "/api/reload", None)?;
+    ensure!(reload.status == 401, "reload without a token: {}", reload.status);
+    Ok(())
+}
+
+fn metrics_follow(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let before = get(ctx, "/metrics")?.body;
+        let pins_before = sample(&before, "gatehouse_pinned_sessions_total", &["reason=\"temp_table\""]).unwrap_or(0.0);
+        let failures_before = sample(
+            &before,
+            "gatehouse_client_errors_total",
+            &["kind=\"auth\"", "condition=\"invalid_password\""],
+        )
+        .unwrap_or(0.0);
+        // A pinned session, held open while the metrics are read.
+        let pinned = ctx.client("tx10", "alice", "alice-pw", "app1").await?;
+        pinned.batch_execute("CREATE TEMP TABLE admin_pin (x int)").await?;
+        // A refused login.
+        let e = ctx
+            .try_client("tx10", "alice", "wrong-pw", "app1")
+            .await
+            .err()
+            .context("a wrong password logged in")?;
+        ensure!(e.code() == Some(&SqlState::INVALID_PASSWORD), "{e:?}");
+        let after = get(ctx, "/metrics")?.body;
+        let pins = sample(&after, "gatehouse_pinned_sessions_total", &["reason=\"temp_table\""]).unwrap_or(0.0);
+        ensure!(pins > pins_before, "temp_table pins {pins_before} → {pins}");
+        let failures = sample(
+            &after,
+            "gatehouse_client_errors_total",
+            &["kind=\"auth\"", "condition=\"invalid_password\""],
+        )
+        .unwrap_or(0.0);
+        ensure!(
+            failures > failures_before,
+            "auth failures {failures_before} → {failures}"
+        );
+        // The pinned session holds a leased connection of the txpool10 pool.
+        let leased = sample(
+            &after,
+            "gatehouse_pool_connections",
+            &[
+                "cluster=\"txpool10\"",
+                "user=\"app_owner\"",
+                "database=\"app1\"",
+                "state=\"leased\"",
+            ],
+        )
+        .context("no txpool10 pool in the metrics")?;
+        ensure!(leased >= 1.0, "leased {leased}");
+        let connected = sample(&after, "gatehouse_client_connections", &["endpoint=\"tx10\""]).unwrap_or(0.0);
+        ensure!(connected >= 1.0, "tx10 clients {connected}");
+        let tenants = sample(&after, "gatehouse_tenants", &["engine=\"postgres\""]).unwrap_or(0.0);
+        ensure!(tenants > 10_000.0, "tenants {tenants}");
+        let up = sample(&after, "gatehouse_backend_up", &["cluster=\"main\"", "role=\"writer\""]);
+        ensure!(up == Some(1.0), "writer up: {up:?}");
+        // The JSON views agree.
+        let pools: serde_json::Value = serde_json::from_str(&get(ctx, "/api/pools")?.body)?;
+        let found = pools[0]["pools"]
+            .as_array()
+            .context("pools is not a list")?
+            .iter()
+            .any(|p| p["cluster"] == "txpool10" && p["database"] == "app1" && p["leased"].as_u64() >= Some(1));
+        ensure!(found, "{pools}");
+        let stats: serde_json::Value = serde_json::from_str(&get(ctx, "/api/stats")?.body)?;
+        ensure!(
+            stats["engines"][0]["pinned_sessions"]["temp_table"].as_u64() >= Some(1),
+            "{stats}"
+        );
+        let backends: serde_json::Value = serde_json::from_str(&get(ctx, "/api/backends")?.body)?;
+        ensure!(
+            backends[0]["backends"].as_array().is_some_and(|b| b.len() >= 2),
+            "{backends}"
+        );
+        drop(pinned);
+        Ok(())
+    })
+}
+
+fn reload_over_http(ctx: &Ctx) -> Result<()> {
+    let _file = crate::reload::lock_config();
+    let path = ctx.dir.join("gatehouse.toml");
+    let original = std::fs::read_to_string(&path)?;
+    let result = ctx.rt.block_on(async {
+        // A new tenant in the directory, taken by POST /api/reload.
+        crate::reload::write_directory(&ctx.dir, &["dora", "hank"])?;
+        let e = ctx.try_client("rw", "hank", "hank-pw", "app1").await.err();
+        ensure!(e.is_some(), "hank logged in before the reload");
+        let r = request(ctx.admin, "POST", "/api/reload", Some(&ctx.admin_token))?;
+        ensure!(r.status == 200, "reload: {} {}", r.status, r.body);
+        let outcome: serde_json::Value = serde_json::from_str(&r.body)?;
+        ensure!(outcome["tenants"].as_u64() > Some(10_000), "{outcome}");
+        let c = ctx.client("rw", "hank", "hank-pw", "app1").await?;
+        let one: i32 = c.query_one("SELECT 1", &[]).await?.get(0);
+        ensure!(one == 1);
+        // A broken file is refused with the line of the problem; nothing changes.
+        std::fs::write(&path, original.replace("[[endpoints]]", "[[endpoints]]\nbogus_key = 1"))?;
+        let r = request(ctx.admin, "POST", "/api/reload", Some(&ctx.admin_token))?;
+        ensure!(r.status == 422, "broken reload: {} {}", r.status, r.body);
+        ensure!(r.body.contains("bogus_key"), "{}", r.body);
+        let c = ctx.client("rw", "hank", "hank-pw", "app1").await?;
+        let two: i32 = c.query_one("SELECT 2", &[]).await?.get(0);
+        ensure!(two == 2);
+        let metrics = get(ctx, "/metrics")?.body;
+        ensure!(
+            sample(&metrics, "gatehouse_reloads_total", &["result=\"refused\""]) >= Some(1.0),
+            "no refused reload counted"
+        );
+        Ok(())
+    });
+    // Put the configuration and directory back for the other tests.
+    std::fs::write(&path, &original)?;
+    crate::reload::write_directory(&ctx.dir, &["dora"])?;
+    let r = request(ctx.admin, "POST", "/api/reload", Some(&ctx.admin_token))?;
+    ensure!(r.status == 200, "restoring reload: {} {}", r.status, r.body);
+    result
+}
