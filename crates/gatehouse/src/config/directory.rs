@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::model::{Secret, Tenant};
-use super::validate::{Ctx, connection_rate, tenant_auth};
+use super::validate::{Ctx, connection_rate, mysql_native_hash, tenant_auth};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +25,7 @@ struct Line {
     max_backend_connections: Option<u32>,
     scram_verifier: Option<String>,
     md5_hash: Option<String>,
+    mysql_native_password: Option<String>,
     #[serde(default)]
     token: bool,
     connection_rate: Option<u32>,
@@ -85,10 +86,22 @@ pub(super) fn load(
         if secret.is_none() {
             errors.push(format!("unknown secret \"{}\"", line.secret));
         }
-        let auth = tenant_auth(line.scram_verifier.as_deref(), line.md5_hash.as_deref(), line.token)
+        let mysql_native = line
+            .mysql_native_password
+            .as_deref()
+            .map(mysql_native_hash)
+            .transpose()
             .map_err(|e| errors.push(e))
             .ok()
             .flatten();
+        let auth = tenant_auth(
+            line.scram_verifier.as_deref(),
+            line.md5_hash.as_deref(),
+            line.token || line.mysql_native_password.is_some(),
+        )
+        .map_err(|e| errors.push(e))
+        .ok()
+        .flatten();
         let connection_rate = connection_rate(line.connection_rate, line.connection_burst)
             .map_err(|e| errors.push(e))
             .ok()
@@ -102,6 +115,7 @@ pub(super) fn load(
                     max_backend_connections: line.max_backend_connections,
                     secret,
                     auth,
+                    mysql_native,
                     token: line.token,
                     connection_rate,
                 };

@@ -140,6 +140,8 @@ pub struct Tenant {
     pub secret: Arc<Secret>,
     /// The password verifier, if the tenant has a password.
     pub auth: Option<TenantAuth>,
+    /// SHA1(SHA1(password)), for MySQL clients using `mysql_native_password`.
+    pub mysql_native: Option<[u8; 20]>,
     /// Whether the tenant may present a signed token as its password.
     pub token: bool,
     /// How fast the tenant may open connections; `None`: unlimited.

@@ -139,6 +139,8 @@ pub struct RawTenant {
     pub max_client_connections: Option<u32>,
     pub scram_verifier: Option<Spanned<String>>,
     pub md5_hash: Option<Spanned<String>>,
+    /// MySQL's stored form, `*` + 40 hex digits of SHA1(SHA1(password)).
+    pub mysql_native_password: Option<Spanned<String>>,
     pub token: Option<bool>,
     pub max_backend_connections: Option<Spanned<u32>>,
     /// New connections a second (the average).

@@ -365,3 +365,37 @@ fn max_backend_connections_is_checked() {
             .any(|p| p.message.contains("max_backend_connections"))
     );
 }
+
+#[test]
+fn mysql_native_password_hash_alone_is_enough_and_is_checked() {
+    // "*" + hex(SHA1(SHA1("secret"))), as MySQL's PASSWORD('secret') shows it.
+    let hash = "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7";
+    let text = good().replace(
+        &format!("scram_verifier = \"{VERIFIER}\""),
+        &format!("mysql_native_password = \"{hash}\""),
+    );
+    let s = parse(&text, Path::new(".")).unwrap();
+    let t = &s.tenants["app"];
+    assert!(t.auth.is_none());
+    let stored = t.mysql_native.expect("the hash");
+    assert_eq!(stored[0], 0x14);
+    assert_eq!(stored[19], 0xE7);
+    for bad in [
+        "14E65567ABDB5135D0CFD9A70B3032C179A49EE7",
+        "*14E6",
+        "*ZZE65567ABDB5135D0CFD9A70B3032C179A49EE7",
+    ] {
+        let text = good().replace(
+            &format!("scram_verifier = \"{VERIFIER}\""),
+            &format!("mysql_native_password = \"{bad}\""),
+        );
+        let p = problems(&text);
+        assert!(p.iter().any(|p| p.message.contains("40 hex digits")), "{bad}: {p:?}");
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("mysql_native_password"))
+            .unwrap()
+            + 1;
+        assert!(p.iter().any(|p| p.line == Some(line)), "{p:?}");
+    }
+}

@@ -419,10 +419,14 @@ fn tenants(
         if token && !tokens_configured {
             cx.at(&t.name, "token = true needs a [tokens] section (issuer and keys)");
         }
+        let mysql_native = match &t.mysql_native_password {
+            None => Ok(None),
+            Some(h) => mysql_native_hash(h.get_ref()).map(Some).map_err(|e| cx.at(h, e)),
+        };
         let auth = tenant_auth(
             t.scram_verifier.as_ref().map(|v| v.get_ref().as_str()),
             t.md5_hash.as_ref().map(|h| h.get_ref().as_str()),
-            token,
+            token || t.mysql_native_password.is_some(),
         );
         let (auth, auth_ok) = match auth {
             Ok(a) => (a, true),
@@ -449,7 +453,7 @@ fn tenants(
         {
             cx.at(m, "max_backend_connections must be at least 1");
         }
-        if let (Some(secret), true, Ok(connection_rate)) = (secret, auth_ok, rate) {
+        if let (Some(secret), true, Ok(connection_rate), Ok(mysql_native)) = (secret, auth_ok, rate, mysql_native) {
             let tenant = Tenant {
                 name: t.name.get_ref().clone(),
                 databases: t.databases.get_ref().clone(),
@@ -457,6 +461,7 @@ fn tenants(
                 max_backend_connections: t.max_backend_connections.as_ref().map(|m| *m.get_ref()),
                 secret,
                 auth,
+                mysql_native,
                 token,
                 connection_rate,
             };
@@ -466,8 +471,20 @@ fn tenants(
     out
 }
 
+/// SHA1(SHA1(password)) from MySQL's stored form `*` + 40 hex digits.
+pub(super) fn mysql_native_hash(text: &str) -> Result<[u8; 20], String> {
+    const WRONG: &str =
+        "mysql_native_password must be \"*\" followed by 40 hex digits (see `gatehouse hash-password --mysql`)";
+    let hex = text.strip_prefix('*').filter(|h| h.len() == 40).ok_or(WRONG)?;
+    let mut out = [0u8; 20];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2).ok_or(WRONG)?, 16).map_err(|_| WRONG)?;
+    }
+    Ok(out)
+}
+
 /// A tenant's password method from its `scram_verifier` / `md5_hash`; a
-/// tenant with `token = true` may have none.
+/// tenant with `token = true` or a MySQL password hash (`other`) may have none.
 pub(super) fn tenant_auth(scram: Option<&str>, md5: Option<&str>, token: bool) -> Result<Option<TenantAuth>, String> {
     match (scram, md5) {
         (Some(v), None) => v
@@ -483,7 +500,7 @@ pub(super) fn tenant_auth(scram: Option<&str>, md5: Option<&str>, token: bool) -
         }
         (None, None) if token => Ok(None),
         _ => Err(
-            "a tenant needs exactly one of `scram_verifier` or `md5_hash` (see `gatehouse hash-password`), or `token = true`"
+            "a tenant needs exactly one of `scram_verifier` or `md5_hash` (see `gatehouse hash-password`), or `token = true` or `mysql_native_password`"
                 .into(),
         ),
     }
