@@ -3,6 +3,7 @@
 //! that pools, routing, topology, tenants and listeners stay engine-agnostic.
 
 pub mod pg;
+pub mod stream;
 
 use std::future::Future;
 use std::net::SocketAddr;

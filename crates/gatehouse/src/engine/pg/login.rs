@@ -13,7 +13,7 @@ use gatehouse_proto_pg::startup::{StartupError, StartupPacket, parse_startup};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
-use super::stream::ClientStream;
+use crate::engine::stream::ClientStream;
 use crate::auth::Check;
 use crate::config::{ClientAuth, EndpointSettings, TenantAuth};
 use crate::error::{Condition, ProxyError};

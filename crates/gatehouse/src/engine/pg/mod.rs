@@ -9,7 +9,6 @@ pub mod pending;
 pub mod relay;
 pub mod session;
 pub mod statements;
-pub mod stream;
 pub mod tracked;
 pub mod txn;
 
@@ -20,7 +19,7 @@ use gatehouse_proto_pg::{messages, sqlstate};
 use tokio::io::AsyncWriteExt;
 
 use self::backend::{PgCancelTarget, PgConn};
-use self::stream::ClientStream;
+use crate::engine::stream::ClientStream;
 use crate::config::Secret;
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine, Probe};

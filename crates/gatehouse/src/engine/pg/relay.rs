@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use super::backend::PgConn;
-use super::stream::ClientStream;
+use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 
 /// Read-buffer growth step for both directions.

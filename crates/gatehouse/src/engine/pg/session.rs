@@ -14,7 +14,7 @@ use super::backend::PgCancelTarget;
 use super::greeting::Greeting;
 use super::login::{self, Opening};
 use super::relay::{End, Relay};
-use super::stream::ClientStream;
+use crate::engine::stream::ClientStream;
 use super::tracked;
 use super::txn::TxSession;
 use super::{PgEngine, send_fatal};

@@ -22,7 +22,7 @@ use super::PgEngine;
 use super::pending::{Disposition, Event, ResponseQueue};
 use super::relay::End;
 use super::statements::Registry;
-use super::stream::ClientStream;
+use crate::engine::stream::ClientStream;
 use super::tracked;
 use crate::cancel::CancelKey;
 use crate::config::{EndpointSettings, PoolMode};
