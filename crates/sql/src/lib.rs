@@ -13,6 +13,8 @@
 //! A plain `SELECT ... FROM ... WHERE ...` costs one keyword look-up plus one
 //! case-insensitive byte scan and does not allocate.
 //!
+//! The MySQL/MariaDB counterpart lives in [`mysql`].
+//!
 //! Assumptions and deliberate conservatism:
 //! * `standard_conforming_strings` is `on` (the default since 9.1). Turning it
 //!   off is reported as [`PinReason::Unrecognized`] because the tokenizer's view
@@ -31,6 +33,7 @@ mod declare;
 mod effect;
 mod ident;
 mod lexer;
+pub mod mysql;
 mod prepared;
 mod reset;
 mod scan;

@@ -1,0 +1,56 @@
+//! Cheap, sans-I/O classification of MySQL/MariaDB statement text by what
+//! it does to *session state*, for the proxy's MySQL engine, which
+//! multiplexes clients over backend connections at transaction granularity.
+//!
+//! The module tokenizes just enough (MySQL Reference Manual §11 "Language
+//! Structure"; MariaDB KB "Comment Syntax") to
+//!
+//! * split a multi-statement `COM_QUERY` into statements
+//!   ([`split_statements`]), and
+//! * say for each statement whether it is transaction control, a `USE`, a
+//!   tracked session-variable change the proxy can replay on another
+//!   backend connection, table locking, `LOAD DATA LOCAL`, or state that
+//!   pins the client to its backend, with a [`PinReason`] ([`classify`]).
+//!
+//! A plain `SELECT ... FROM t WHERE id = 5` costs one key-word look-up plus
+//! one byte scan and does not allocate.
+//!
+//! Assumptions and decisions:
+//! * `ANSI_QUOTES` and `NO_BACKSLASH_ESCAPES` are off unless the caller
+//!   says otherwise through [`Dialect`] (tracked via `sql_mode`, see
+//!   [`Dialect::from_sql_mode`]).
+//! * Executable comments (`/*! */`, `/*!NNNNN */`, `/*M! */`) are code,
+//!   whatever their version.
+//! * Implicit commits are not modelled: the proxy takes transaction
+//!   boundaries from the server's `SERVER_STATUS_IN_TRANS` flag.
+//! * `GET_LOCK(` pins; `RELEASE_LOCK(`, `RELEASE_ALL_LOCKS(`,
+//!   `IS_USED_LOCK(`, `IS_FREE_LOCK(` do not (a session that took a lock
+//!   is already pinned, and releasing one cannot prove none is left).
+//! * `CALL` pins (`call`): a procedure may do anything. `CREATE
+//!   PROCEDURE|FUNCTION|TRIGGER|EVENT` is plain and its body is not scanned.
+//! * Every `PREPARE`, `EXECUTE` (also MariaDB `EXECUTE IMMEDIATE`) and
+//!   `DEALLOCATE|DROP PREPARE` pins (`prepare`).
+//! * `XA RECOVER` is plain; every other `XA` statement pins (`xa`).
+//! * `SET` of an untracked session variable pins (`set_untracked`) unless
+//!   the caller lists it in [`classify_with`]'s `extra_tracked`, which makes
+//!   it tracked and replayed like the built-in list. `session_track_*` are
+//!   not tracked. Unknown first key words are plain (after the scan).
+
+mod admin;
+mod classify;
+mod cursor;
+mod dialect;
+mod effect;
+mod lexer;
+#[cfg(test)]
+mod lexer_tests;
+mod scan;
+mod set;
+mod split;
+mod tx;
+mod vars;
+
+pub use classify::{classify, classify_all, classify_with};
+pub use dialect::Dialect;
+pub use effect::{Info, MyEffect, PinReason, TxCommand, VarChange};
+pub use split::split_statements;

@@ -1,0 +1,99 @@
+//! The whole-statement scan applied after key-word dispatch: user variables
+//! (MySQL Reference Manual §11.4), `GET_LOCK` (§14.14 "Locking Functions"),
+//! `SQL_CALC_FOUND_ROWS`/`FOUND_ROWS()` and `LAST_INSERT_ID()`/`ROW_COUNT()`
+//! (§14.15 "Information Functions"). A cheap byte prefilter keeps the
+//! common statement to one pass with no tokenizing.
+
+use super::Dialect;
+use super::effect::{Info, PinReason};
+use super::lexer::{Kind, Lexer};
+
+/// Substrings (lower case) that make a token-level scan worthwhile, besides `@`.
+const NEEDLES: [&[u8]; 5] = [
+    b"get_lock",
+    b"service_get",
+    b"found_rows",
+    b"last_insert_id",
+    b"row_count",
+];
+
+/// One pass over `hay`: true if it contains `@` or, ASCII
+/// case-insensitively, one of the function names the scan looks for.
+pub(crate) fn needs_scan(hay: &[u8]) -> bool {
+    for i in 0..hay.len() {
+        let first = match hay[i] {
+            b'@' => return true,
+            c => c | 0x20,
+        };
+        if matches!(first, b'g' | b's' | b'f' | b'l' | b'r') {
+            let rest = &hay[i..];
+            let hit = NEEDLES
+                .iter()
+                .any(|n| n[0] == first && rest.get(..n.len()).is_some_and(|h| h.eq_ignore_ascii_case(n)));
+            if hit {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// What the token scan found.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Scan {
+    pub(crate) pin: Option<PinReason>,
+    pub(crate) info: Info,
+}
+
+/// Scans the tokens of `stmt` (strings, comments and quoted identifiers are
+/// not code; executable comments are). Stops at the first pin.
+pub(crate) fn scan(stmt: &str, dialect: Dialect) -> Scan {
+    let mut lex = Lexer::new(stmt, dialect);
+    let mut out = Scan::default();
+    while let Some(tok) = lex.next() {
+        let text = &stmt[tok.start..tok.end];
+        match tok.kind {
+            Kind::UserVar => return pinned(PinReason::UserVariable),
+            Kind::SysVar => {
+                let name = text.trim_start_matches('@');
+                let name = name.rsplit('.').next().unwrap_or(name).trim_matches('`');
+                let is = |n: &str| name.eq_ignore_ascii_case(n);
+                out.info.reads_last_insert_id |= is("last_insert_id") || is("identity");
+                out.info.reads_diagnostics |= is("warning_count") || is("error_count");
+            }
+            Kind::Word => {
+                let is = |n: &str| text.eq_ignore_ascii_case(n);
+                if is("sql_calc_found_rows") {
+                    return pinned(PinReason::FoundRows);
+                }
+                let mut after = lex.clone();
+                let called = after.next().is_some_and(|t| &stmt[t.start..t.end] == "(");
+                if !called {
+                    continue;
+                }
+                if is("get_lock") || is("service_get_read_locks") || is("service_get_write_locks") {
+                    return pinned(PinReason::GetLock);
+                }
+                if is("found_rows") {
+                    return pinned(PinReason::FoundRows);
+                }
+                if is("last_insert_id") {
+                    match after.next().is_some_and(|t| &stmt[t.start..t.end] == ")") {
+                        true => out.info.reads_last_insert_id = true,
+                        false => return pinned(PinReason::LastInsertId),
+                    }
+                }
+                out.info.reads_diagnostics |= is("row_count");
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn pinned(reason: PinReason) -> Scan {
+    Scan {
+        pin: Some(reason),
+        info: Info::NONE,
+    }
+}
