@@ -132,9 +132,10 @@ impl HandshakeV10 {
         // Part 2 is max(13, data_len - 8) bytes: 12 nonce bytes and a NUL.
         let part2_len = data_len.saturating_sub(NONCE_PART1_LEN).max(13);
         let part2 = r.bytes(part2_len.min(r.remaining()))?;
-        let part2 = part2.get(..NONCE_LEN - NONCE_PART1_LEN).ok_or(DecodeError::Truncated {
+        let part2_nonce = NONCE_LEN - NONCE_PART1_LEN;
+        let part2 = part2.get(..part2_nonce).ok_or_else(|| DecodeError::Truncated {
             what: "HandshakeV10",
-            needed: NONCE_LEN - NONCE_PART1_LEN - part2.len(),
+            needed: part2_nonce.saturating_sub(part2.len()),
         })?;
         let mut scramble = [0u8; NONCE_LEN];
         scramble[..NONCE_PART1_LEN].copy_from_slice(part1);
