@@ -34,7 +34,13 @@ fn greeting_layout_and_round_trip() {
     assert!(b.ends_with(b"mysql_native_password\0"));
     let back = HandshakeV10::decode(&b).unwrap();
     // CLIENT_MYSQL set: no extended caps on the wire.
-    assert_eq!(back, HandshakeV10 { mariadb_ext_caps: 0, ..g });
+    assert_eq!(
+        back,
+        HandshakeV10 {
+            mariadb_ext_caps: 0,
+            ..g
+        }
+    );
     let g = greeting(BASE);
     let mut b = BytesMut::new();
     g.encode(&mut b);
@@ -45,7 +51,10 @@ fn greeting_layout_and_round_trip() {
 #[test]
 fn greeting_rejections() {
     assert_eq!(HandshakeV10::decode(&[9, 0]), Err(DecodeError::ProtocolVersion(9)));
-    assert!(matches!(HandshakeV10::decode(b"\xff\x10\x04Too many"), Err(DecodeError::UnexpectedHeader { header: 0xFF, .. })));
+    assert!(matches!(
+        HandshakeV10::decode(b"\xff\x10\x04Too many"),
+        Err(DecodeError::UnexpectedHeader { header: 0xFF, .. })
+    ));
     let mut b = BytesMut::new();
     greeting(CLIENT_PLUGIN_AUTH).encode(&mut b);
     assert!(matches!(HandshakeV10::decode(&b), Err(DecodeError::Invalid { .. })));
@@ -54,7 +63,12 @@ fn greeting_rejections() {
 
 #[test]
 fn ssl_request() {
-    let s = SslRequest { capabilities: BASE | CLIENT_SSL, max_packet_size: DEFAULT_MAX_PACKET_SIZE, charset: 45, mariadb_ext_caps: 4 };
+    let s = SslRequest {
+        capabilities: BASE | CLIENT_SSL,
+        max_packet_size: DEFAULT_MAX_PACKET_SIZE,
+        charset: 45,
+        mariadb_ext_caps: 4,
+    };
     let mut b = BytesMut::new();
     s.encode(&mut b);
     assert_eq!(b.len(), 32);
@@ -76,7 +90,11 @@ fn response(caps: u32) -> HandshakeResponse41 {
         auth_response: (1..=20).collect(),
         database: (caps & CLIENT_CONNECT_WITH_DB != 0).then(|| "db7".into()),
         auth_plugin: (caps & CLIENT_PLUGIN_AUTH != 0).then(|| MYSQL_NATIVE_PASSWORD.into()),
-        attributes: if caps & CLIENT_CONNECT_ATTRS != 0 { vec![("_os".into(), "linux".into())] } else { vec![] },
+        attributes: if caps & CLIENT_CONNECT_ATTRS != 0 {
+            vec![("_os".into(), "linux".into())]
+        } else {
+            vec![]
+        },
         zstd_level: None,
     }
 }
@@ -105,16 +123,25 @@ fn handshake_response_minimal_and_errors() {
     r.encode(&mut b);
     assert_eq!(HandshakeResponse41::decode(&b).unwrap(), r);
     // Pre-4.1 client: 2-byte caps without CLIENT_PROTOCOL_41.
-    assert_eq!(HandshakeResponse41::decode(&[0x05, 0x00, 0, 0, 0, b'u', 0]), Err(DecodeError::NotProtocol41));
+    assert_eq!(
+        HandshakeResponse41::decode(&[0x05, 0x00, 0, 0, 0, b'u', 0]),
+        Err(DecodeError::NotProtocol41)
+    );
     assert_eq!(SslRequest::decode(&[0x00, 0x00]), Err(DecodeError::NotProtocol41));
     // Truncated auth response.
     let cut = &b[..b.len() - 3];
-    assert!(matches!(HandshakeResponse41::decode(cut), Err(DecodeError::Truncated { .. })));
+    assert!(matches!(
+        HandshakeResponse41::decode(cut),
+        Err(DecodeError::Truncated { .. })
+    ));
     // Non-UTF-8 user name.
     let mut bad = b.clone();
     bad[32] = 0xC3;
     bad[33] = 0x28;
-    assert!(matches!(HandshakeResponse41::decode(&bad), Err(DecodeError::InvalidUtf8 { .. })));
+    assert!(matches!(
+        HandshakeResponse41::decode(&bad),
+        Err(DecodeError::InvalidUtf8 { .. })
+    ));
 }
 
 #[test]
@@ -129,7 +156,14 @@ fn auth_switch_and_more_data() {
     assert!(AuthSwitchRequest::decode(b"\xfe").is_err(), "old auth switch");
     assert!(AuthSwitchRequest::decode(b"\xfeno-nul").is_err());
     assert!(AuthSwitchRequest::decode(b"\x00x\0").is_err());
-    assert_eq!(AuthSwitchRequest { plugin: "x".into(), data: vec![1; 5] }.nonce(), None);
+    assert_eq!(
+        AuthSwitchRequest {
+            plugin: "x".into(),
+            data: vec![1; 5]
+        }
+        .nonce(),
+        None
+    );
 
     let m = AuthMoreData { data: vec![3] };
     let mut b = BytesMut::new();
@@ -158,7 +192,10 @@ fn change_user() {
     // Old-style: NUL-terminated auth, stops after the database.
     let raw = b"\x11bob\0pw\0shop\0";
     let old = ChangeUser::decode(raw, CLIENT_PROTOCOL_41).unwrap();
-    assert_eq!((old.auth_response.as_slice(), old.database.as_str(), old.charset), (&b"pw"[..], "shop", None));
+    assert_eq!(
+        (old.auth_response.as_slice(), old.database.as_str(), old.charset),
+        (&b"pw"[..], "shop", None)
+    );
     let mut b = BytesMut::new();
     old.encode(&mut b, CLIENT_PROTOCOL_41);
     assert_eq!(&b[..], raw);
