@@ -104,8 +104,9 @@ impl OkPacket {
     }
 
     /// Appends the packet with `header` (0x00, or 0xFE where it replaces an EOF
-    /// under `CLIENT_DEPRECATE_EOF`). With `CLIENT_SESSION_TRACK`, a present
-    /// `session_state` is written and `SERVER_SESSION_STATE_CHANGED` set.
+    /// under `CLIENT_DEPRECATE_EOF`). `SERVER_SESSION_STATE_CHANGED` in the written
+    /// status is derived, not copied: it is set exactly when `CLIENT_SESSION_TRACK`
+    /// is in `caps` and `session_state` is present (which is then written too).
     pub fn encode(&self, dst: &mut BytesMut, caps: u32, header: u8) {
         dst.put_u8(header);
         put_lenenc_int(dst, self.affected_rows);

@@ -35,7 +35,12 @@ fn empty_payload_packet() {
 
 #[test]
 fn split_packets_round_trip_with_seq_wrap() {
-    for len in [MAX_PACKET_PAYLOAD - 1, MAX_PACKET_PAYLOAD, MAX_PACKET_PAYLOAD + 5, 2 * MAX_PACKET_PAYLOAD] {
+    for len in [
+        MAX_PACKET_PAYLOAD - 1,
+        MAX_PACKET_PAYLOAD,
+        MAX_PACKET_PAYLOAD + 5,
+        2 * MAX_PACKET_PAYLOAD,
+    ] {
         let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         let mut b = BytesMut::new();
         let next = encode_packet(&mut b, 255, &payload);
@@ -53,25 +58,37 @@ fn split_packets_round_trip_with_seq_wrap() {
 #[test]
 fn too_large_is_detected_from_the_header_alone() {
     let mut b = BytesMut::from(&[0x10, 0, 0, 0][..]);
-    assert_eq!(decode_packet(&mut b, 15), Err(FrameError::TooLarge { len: 16, max: 15 }));
+    assert_eq!(
+        decode_packet(&mut b, 15),
+        Err(FrameError::TooLarge { len: 16, max: 15 })
+    );
     // A continuation chain is refused once the running total passes the limit,
     // before its body arrives.
     let mut b = BytesMut::from(&[0xFF, 0xFF, 0xFF, 0][..]);
     assert_eq!(
         decode_packet(&mut b, MAX_PACKET_PAYLOAD - 1),
-        Err(FrameError::TooLarge { len: MAX_PACKET_PAYLOAD, max: MAX_PACKET_PAYLOAD - 1 })
+        Err(FrameError::TooLarge {
+            len: MAX_PACKET_PAYLOAD,
+            max: MAX_PACKET_PAYLOAD - 1
+        })
     );
     let mut b = framed(0, &vec![0u8; MAX_PACKET_PAYLOAD]);
     b.truncate(MAX_PACKET_PAYLOAD + 4 + 4);
     b[MAX_PACKET_PAYLOAD + 4] = 1; // second header says 1 more byte
-    assert!(matches!(decode_packet(&mut b, MAX_PACKET_PAYLOAD), Err(FrameError::TooLarge { .. })));
+    assert!(matches!(
+        decode_packet(&mut b, MAX_PACKET_PAYLOAD),
+        Err(FrameError::TooLarge { .. })
+    ));
 }
 
 #[test]
 fn out_of_order_continuation() {
     let mut b = framed(3, &vec![1u8; MAX_PACKET_PAYLOAD]);
     b[MAX_PACKET_PAYLOAD + 4 + 3] = 9;
-    assert_eq!(decode_packet(&mut b, usize::MAX), Err(FrameError::OutOfOrder { expected: 4, got: 9 }));
+    assert_eq!(
+        decode_packet(&mut b, usize::MAX),
+        Err(FrameError::OutOfOrder { expected: 4, got: 9 })
+    );
 }
 
 #[test]

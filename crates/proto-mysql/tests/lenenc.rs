@@ -30,12 +30,27 @@ fn known_encodings() {
 fn null_and_invalid_prefixes() {
     let mut r = Reader::new(&[0xFB], "row");
     assert_eq!(r.lenenc_bytes_or_null().unwrap(), None);
-    assert_eq!(Reader::new(&[0xFB], "x").lenenc_int(), Err(DecodeError::UnexpectedNull { what: "x" }));
-    assert_eq!(Reader::new(&[0xFF], "x").lenenc_int(), Err(DecodeError::BadLenencPrefix { what: "x", prefix: 0xFF }));
-    assert_eq!(Reader::new(&[0xFC, 1], "x").lenenc_int(), Err(DecodeError::Truncated { what: "x", needed: 1 }));
+    assert_eq!(
+        Reader::new(&[0xFB], "x").lenenc_int(),
+        Err(DecodeError::UnexpectedNull { what: "x" })
+    );
+    assert_eq!(
+        Reader::new(&[0xFF], "x").lenenc_int(),
+        Err(DecodeError::BadLenencPrefix {
+            what: "x",
+            prefix: 0xFF
+        })
+    );
+    assert_eq!(
+        Reader::new(&[0xFC, 1], "x").lenenc_int(),
+        Err(DecodeError::Truncated { what: "x", needed: 1 })
+    );
     // A huge length must fail cleanly, not allocate or overflow.
     let huge = [0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
-    assert!(matches!(Reader::new(&huge, "x").lenenc_bytes(), Err(DecodeError::Truncated { .. })));
+    assert!(matches!(
+        Reader::new(&huge, "x").lenenc_bytes(),
+        Err(DecodeError::Truncated { .. })
+    ));
 }
 
 #[test]
@@ -50,9 +65,15 @@ fn strings_and_fixed_ints() {
     assert_eq!(r.peek_u8(), Some(b'r'));
     assert_eq!(r.rest(), b"rest");
     assert!(r.is_empty());
-    assert!(matches!(Reader::new(b"abc", "t").nul_bytes(), Err(DecodeError::MissingNul { .. })));
+    assert!(matches!(
+        Reader::new(b"abc", "t").nul_bytes(),
+        Err(DecodeError::MissingNul { .. })
+    ));
     assert_eq!(Reader::new(b"abc", "t").nul_or_rest(), b"abc");
-    assert!(matches!(Reader::new(b"ab", "t").finish(), Err(DecodeError::TrailingBytes { count: 2, .. })));
+    assert!(matches!(
+        Reader::new(b"ab", "t").finish(),
+        Err(DecodeError::TrailingBytes { count: 2, .. })
+    ));
 }
 
 proptest! {

@@ -50,17 +50,26 @@ fn native_password_matches_what_mariadb_accepted() {
     assert_eq!(resp.username, "gh");
     assert_eq!(resp.database.as_deref(), Some("t"));
     assert_eq!(resp.auth_plugin.as_deref(), Some(CACHING_SHA2_PASSWORD));
-    assert_eq!(resp.attributes, vec![("_client_name".into(), "capture".into()), ("_pid".into(), "1".into())]);
+    assert_eq!(
+        resp.attributes,
+        vec![("_client_name".into(), "capture".into()), ("_pid".into(), "1".into())]
+    );
     // The server switched to mysql_native_password with the same nonce and accepted
     // this very response (auth_reply2 is an OK).
     let switch = AuthSwitchRequest::decode(&hex(fx::EOF_AUTH_REPLY1)).unwrap();
     assert_eq!(switch.plugin, MYSQL_NATIVE_PASSWORD);
     assert_eq!(switch.nonce(), Some(g.scramble));
-    assert_eq!(resp.auth_response, native_password::scramble(b"secret", &g.scramble).to_vec());
+    assert_eq!(
+        resp.auth_response,
+        native_password::scramble(b"secret", &g.scramble).to_vec()
+    );
     assert!(OkPacket::decode(&hex(fx::EOF_AUTH_REPLY2), SESSION_CAPS).is_ok());
     // `SELECT PASSWORD('secret')` on the same server printed this.
     let stored = native_password::stored_hash(b"secret");
-    assert_eq!(native_password::format_stored(&stored), "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7");
+    assert_eq!(
+        native_password::format_stored(&stored),
+        "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7"
+    );
     assert!(native_password::verify(&stored, &g.scramble, &resp.auth_response));
 }
 
@@ -76,7 +85,13 @@ fn ok_packets_with_session_state() {
     assert_eq!(set.status, SERVER_SESSION_STATE_CHANGED);
     let state = set.session_state.clone().unwrap();
     let got: Vec<_> = changes(&state).collect::<Result<_, _>>().unwrap();
-    assert_eq!(got, vec![SessionChange::SystemVariable { name: b"autocommit", value: b"OFF" }]);
+    assert_eq!(
+        got,
+        vec![SessionChange::SystemVariable {
+            name: b"autocommit",
+            value: b"OFF"
+        }]
+    );
     let mut out = BytesMut::new();
     set.encode(&mut out, SESSION_CAPS, 0x00);
     assert_eq!(&out[..], &hex(fx::EOF_OK_SET[0])[..]);
