@@ -2,6 +2,7 @@
 //! clients, authenticated backend connections, and transaction pooling
 //! driven by the SERVER_STATUS_IN_TRANS flag of the server's replies.
 
+pub mod backend;
 pub mod io;
 
 use gatehouse_proto_mysql::consts::*;

@@ -1,0 +1,387 @@
+//! Backend connections to MySQL / MariaDB servers: connect and authenticate
+//! (the connection phase lives in [`auth`]), text-protocol control queries
+//! (probes, `init_query`, replay of session variables), the
+//! COM_RESET_CONNECTION that cleans a connection for the next client, a
+//! cheap liveness check, role probes, and `KILL QUERY` cancels.
+//!
+//! Backend connections use [`super::RELAY_CAPS`] (only those the server has
+//! too), so `CLIENT_DEPRECATE_EOF` is never in effect: every result set ends
+//! with a classic EOF packet.
+
+pub mod auth;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use gatehouse_proto_mysql::Packet;
+use gatehouse_proto_mysql::consts::*;
+use gatehouse_proto_mysql::lenenc::Reader;
+use gatehouse_proto_mysql::packets::{ERR_HEADER, EofPacket, ErrPacket, OK_HEADER, OkPacket, is_eof};
+use tokio::net::TcpStream;
+use zeroize::Zeroizing;
+
+use super::io::{self, IoError};
+use crate::engine::Probe;
+use crate::error::{Condition, ProxyError};
+
+/// Largest logical reply packet accepted from a server: the protocol's
+/// ceiling for `max_allowed_packet` ("The largest possible packet that can be
+/// transmitted to or from a MySQL server or client is 1GB", MySQL reference
+/// manual, "Packet Too Large"). Physical packets are at most 16 MiB each.
+pub const REPLY_PACKET_LIMIT: usize = 1024 * 1024 * 1024;
+/// How long a cancel may take (connect, log in, `KILL QUERY`).
+pub const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
+/// ER_NO_SUCH_THREAD ("Unknown thread id"): the connection to cancel is gone.
+pub const ER_NO_SUCH_THREAD: u16 = 1094;
+/// ER_UNKNOWN_SYSTEM_VARIABLE: a probed variable does not exist on this server.
+pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
+
+/// Role probe: `read_only` (set on replicas; `super_read_only` implies it on
+/// MySQL), InnoDB's own read-only mode, and the connection limit.
+const PROBE_SQL: &str = "SELECT @@global.read_only, @@global.max_connections, @@global.innodb_read_only";
+/// The probe for servers without InnoDB.
+const PROBE_SQL_BASIC: &str = "SELECT @@global.read_only, @@global.max_connections";
+
+/// An authenticated backend connection.
+pub struct MyConn {
+    pub stream: TcpStream,
+    /// Bytes read from the server but not yet consumed ([`io::read_packet`]).
+    pub rbuf: BytesMut,
+    /// The server's id for this connection (the target of `KILL QUERY`).
+    pub connection_id: u32,
+    /// Server status flags of the last OK/EOF seen.
+    pub status: u16,
+    pub server_version: String,
+    /// The collation id the connection was opened with.
+    pub charset: u8,
+    /// The capabilities both sides agreed on.
+    pub caps: u32,
+    /// `host:port`.
+    pub addr: String,
+    pub cancel: MyCancelTarget,
+    // ---- Session layer state (tracked variables, prepared statements) goes here. ----
+}
+
+impl fmt::Debug for MyConn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MyConn")
+            .field("addr", &self.addr)
+            .field("connection_id", &self.connection_id)
+            .field("status", &self.status)
+            .field("server_version", &self.server_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a cancel needs: where the connection is, who owns it (`KILL QUERY`
+/// of one's own connection needs no privilege) and its id.
+#[derive(Clone)]
+pub struct MyCancelTarget {
+    addr: String,
+    user: String,
+    password: Arc<Zeroizing<Vec<u8>>>,
+    connection_id: u32,
+}
+
+impl MyCancelTarget {
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    pub fn connection_id(&self) -> u32 {
+        self.connection_id
+    }
+}
+
+impl fmt::Debug for MyCancelTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MyCancelTarget")
+            .field("addr", &self.addr)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("connection_id", &self.connection_id)
+            .finish()
+    }
+}
+
+/// The outcome of a text-protocol query: every result set's rows as text
+/// (`None` for NULL), the final status flags and the summed affected rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueryResult {
+    pub rows: Vec<Vec<Option<String>>>,
+    pub status: u16,
+    pub affected_rows: u64,
+}
+
+fn io_error(addr: &str, e: impl fmt::Display) -> ProxyError {
+    ProxyError::new(Condition::BackendUnavailable, "could not reach the database server")
+        .with_detail(format!("{addr}: {e}"))
+}
+
+fn malformed(addr: &str, e: impl fmt::Display) -> ProxyError {
+    ProxyError::new(
+        Condition::BackendUnavailable,
+        "the database server sent a malformed reply",
+    )
+    .with_detail(format!("{addr}: {e}"))
+}
+
+/// A server error on one of the proxy's own queries.
+fn query_error(addr: &str, e: &ErrPacket) -> ProxyError {
+    ProxyError::new(
+        Condition::BackendUnavailable,
+        "a proxy query failed on the database server",
+    )
+    .with_detail(format!(
+        "{addr}: ERROR {} ({}): {}",
+        e.code,
+        e.sqlstate_str(),
+        e.message
+    ))
+}
+
+/// Opens and authenticates a backend connection as `user`, on `database`
+/// when given, all within `timeout`.
+pub async fn connect(
+    addr: &str,
+    user: &str,
+    password: &[u8],
+    database: Option<&str>,
+    timeout: Duration,
+) -> Result<MyConn, ProxyError> {
+    let password = Arc::new(Zeroizing::new(password.to_vec()));
+    match tokio::time::timeout(timeout, connect_inner(addr, user, password, database)).await {
+        Ok(r) => r,
+        Err(_) => Err(io_error(addr, format!("connect timed out after {timeout:?}"))),
+    }
+}
+
+async fn connect_inner(
+    addr: &str,
+    user: &str,
+    password: Arc<Zeroizing<Vec<u8>>>,
+    database: Option<&str>,
+) -> Result<MyConn, ProxyError> {
+    let mut stream = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
+    let _ = stream.set_nodelay(true);
+    let mut rbuf = BytesMut::with_capacity(io::READ_BUFFER);
+    let done = auth::login(&mut stream, &mut rbuf, user, &password, database)
+        .await
+        .map_err(|e| e.into_proxy(addr, user, database))?;
+    let connection_id = done.greeting.connection_id;
+    Ok(MyConn {
+        stream,
+        rbuf,
+        connection_id,
+        status: done.status,
+        server_version: done.greeting.real_version().to_owned(),
+        charset: auth::CONNECTION_CHARSET,
+        caps: done.caps,
+        addr: addr.to_owned(),
+        cancel: MyCancelTarget {
+            addr: addr.to_owned(),
+            user: user.to_owned(),
+            password,
+            connection_id,
+        },
+    })
+}
+
+impl MyConn {
+    /// Sends one command payload with sequence id 0.
+    pub async fn send_command(&mut self, payload: &[u8]) -> std::io::Result<()> {
+        io::write_packet(&mut self.stream, 0, payload).await.map(|_| ())
+    }
+
+    /// Reads one logical reply packet (up to [`REPLY_PACKET_LIMIT`]).
+    pub async fn read_packet(&mut self) -> Result<Packet, ProxyError> {
+        io::read_packet(&mut self.stream, &mut self.rbuf, REPLY_PACKET_LIMIT)
+            .await
+            .map_err(|e| match e {
+                IoError::Frame(f) => malformed(&self.addr, f),
+                IoError::Closed => io_error(&self.addr, "server closed the connection"),
+                e => io_error(&self.addr, e),
+            })
+    }
+
+    /// Runs `sql` with COM_QUERY and collects every result set's rows; a
+    /// server error becomes a [`ProxyError`] whose detail holds the code and
+    /// message.
+    pub async fn query(&mut self, sql: &str) -> Result<QueryResult, ProxyError> {
+        let addr = self.addr.clone();
+        self.query_raw(sql).await?.map_err(|e| query_error(&addr, &e))
+    }
+
+    /// Like [`Self::query`] but hands back the server's ERR packet, for
+    /// callers that react to particular error codes.
+    pub async fn query_raw(&mut self, sql: &str) -> Result<Result<QueryResult, ErrPacket>, ProxyError> {
+        let mut payload = Vec::with_capacity(sql.len() + 1);
+        payload.push(COM_QUERY);
+        payload.extend_from_slice(sql.as_bytes());
+        self.send_command(&payload).await.map_err(|e| io_error(&self.addr, e))?;
+        self.read_result().await
+    }
+
+    /// Reads the complete text-protocol reply to a COM_QUERY already sent:
+    /// OKs and result sets, several when `SERVER_MORE_RESULTS_EXISTS` is set,
+    /// ending at the last OK/EOF or at an ERR.
+    pub async fn read_result(&mut self) -> Result<Result<QueryResult, ErrPacket>, ProxyError> {
+        let mut out = QueryResult::default();
+        loop {
+            let p = self.read_packet().await?;
+            let Some(&header) = p.payload.first() else {
+                return Err(malformed(&self.addr, "empty packet"));
+            };
+            if header == ERR_HEADER {
+                if ErrPacket::is_progress_report(&p.payload) {
+                    continue;
+                }
+                return self.server_error(&p.payload).map(Err);
+            }
+            if header == OK_HEADER {
+                let ok = OkPacket::decode(&p.payload, self.caps).map_err(|e| malformed(&self.addr, e))?;
+                out.affected_rows = out.affected_rows.saturating_add(ok.affected_rows);
+                self.status = ok.status;
+                out.status = ok.status;
+            } else {
+                let mut r = Reader::new(&p.payload, "column count");
+                let columns = r.lenenc_int().map_err(|e| malformed(&self.addr, e))?;
+                if columns == 0 || header == gatehouse_proto_mysql::packets::LOCAL_INFILE_HEADER {
+                    return Err(malformed(&self.addr, format!("unexpected reply header 0x{header:02x}")));
+                }
+                if let Some(e) = self.read_result_set(columns, &mut out).await? {
+                    return Ok(Err(e));
+                }
+            }
+            if out.status & SERVER_MORE_RESULTS_EXISTS == 0 {
+                return Ok(Ok(out));
+            }
+        }
+    }
+
+    /// Reads the column definitions, EOF, rows and final EOF of one result
+    /// set with `columns` columns; `Some` when it ended with an ERR.
+    async fn read_result_set(&mut self, columns: u64, out: &mut QueryResult) -> Result<Option<ErrPacket>, ProxyError> {
+        // Column definitions, then their EOF.
+        for _ in 0..=columns {
+            let p = self.read_packet().await?;
+            if p.payload.first() == Some(&ERR_HEADER) {
+                return self.server_error(&p.payload).map(Some);
+            }
+        }
+        loop {
+            let p = self.read_packet().await?;
+            match p.payload.first() {
+                Some(&ERR_HEADER) if ErrPacket::is_progress_report(&p.payload) => continue,
+                Some(&ERR_HEADER) => return self.server_error(&p.payload).map(Some),
+                _ if is_eof(&p.payload, false) => {
+                    let eof = EofPacket::decode(&p.payload).map_err(|e| malformed(&self.addr, e))?;
+                    self.status = eof.status;
+                    out.status = eof.status;
+                    return Ok(None);
+                }
+                _ => {}
+            }
+            let mut r = Reader::new(&p.payload, "text row");
+            let mut row = Vec::new();
+            for _ in 0..columns {
+                let v = r.lenenc_bytes_or_null().map_err(|e| malformed(&self.addr, e))?;
+                row.push(v.map(|b| String::from_utf8_lossy(b).into_owned()));
+            }
+            out.rows.push(row);
+        }
+    }
+
+    fn server_error(&self, payload: &[u8]) -> Result<ErrPacket, ProxyError> {
+        ErrPacket::decode(payload).map_err(|e| malformed(&self.addr, e))
+    }
+
+    /// COM_RESET_CONNECTION: ends any transaction, resets session variables,
+    /// drops user variables, temporary tables, prepared statements and locks.
+    pub async fn reset(&mut self) -> Result<(), ProxyError> {
+        self.send_command(&[COM_RESET_CONNECTION])
+            .await
+            .map_err(|e| io_error(&self.addr, e))?;
+        let p = self.read_packet().await?;
+        match p.payload.first() {
+            Some(&OK_HEADER) => {
+                let ok = OkPacket::decode(&p.payload, self.caps).map_err(|e| malformed(&self.addr, e))?;
+                self.status = ok.status;
+            }
+            Some(&ERR_HEADER) => {
+                let e = self.server_error(&p.payload)?;
+                return Err(query_error(&self.addr, &e));
+            }
+            _ => return Err(malformed(&self.addr, "unexpected reply to COM_RESET_CONNECTION")),
+        }
+        if !self.rbuf.is_empty() {
+            return Err(malformed(&self.addr, "data after the reply to COM_RESET_CONNECTION"));
+        }
+        Ok(())
+    }
+
+    /// Without waiting: false when the server closed the socket or sent
+    /// something unsolicited (a server going away sends an ERR first).
+    pub fn is_usable(&mut self) -> bool {
+        if !self.rbuf.is_empty() {
+            return false;
+        }
+        let mut probe = [0u8; 1];
+        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
+    /// Sends COM_QUIT (best effort) and closes the socket, so the server
+    /// logs no aborted connection.
+    pub async fn close(mut self) {
+        let _ = self.send_command(&[COM_QUIT]).await;
+    }
+}
+
+/// Opens a new connection as the same user and runs `KILL QUERY` for the
+/// target's connection. A target that no longer exists is not an error.
+pub async fn cancel(target: MyCancelTarget) -> Result<(), ProxyError> {
+    let work = async {
+        let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None).await?;
+        let r = conn.query_raw(&format!("KILL QUERY {}", target.connection_id)).await?;
+        conn.close().await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == ER_NO_SUCH_THREAD => Ok(()),
+            Err(e) => Err(query_error(&target.addr, &e)),
+        }
+    };
+    tokio::time::timeout(CANCEL_TIMEOUT, work)
+        .await
+        .unwrap_or_else(|_| Err(io_error(&target.addr, "cancel timed out")))
+}
+
+/// Asks the server its role and connection limit: writable unless
+/// `read_only` (replicas) or `innodb_read_only` is on.
+pub async fn probe(addr: &str, user: &str, password: &[u8], timeout: Duration) -> Result<Probe, ProxyError> {
+    let work = async {
+        let password = Arc::new(Zeroizing::new(password.to_vec()));
+        let mut conn = connect_inner(addr, user, password, None).await?;
+        let result = match conn.query_raw(PROBE_SQL).await? {
+            Ok(r) => r,
+            Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => conn.query(PROBE_SQL_BASIC).await?,
+            Err(e) => return Err(query_error(addr, &e)),
+        };
+        conn.close().await;
+        let row = result
+            .rows
+            .first()
+            .ok_or_else(|| malformed(addr, "probe returned no row"))?;
+        let flag = |i: usize| matches!(row.get(i), Some(Some(v)) if v == "1" || v.eq_ignore_ascii_case("ON"));
+        let max_connections = row.get(1).and_then(|v| v.as_deref()).and_then(|v| v.parse().ok());
+        Ok(Probe {
+            writable: !(flag(0) || flag(2)),
+            max_connections,
+        })
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(io_error(addr, "probe timed out")),
+    }
+}

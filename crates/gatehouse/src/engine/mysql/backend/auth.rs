@@ -1,0 +1,218 @@
+//! The connection phase towards a backend, as a client: read the server's
+//! HandshakeV10, answer with HandshakeResponse41, then follow the server
+//! through at most one AuthSwitchRequest and the `caching_sha2_password`
+//! fast path until OK or ERR.
+//!
+//! Supported plugins: `mysql_native_password` (what MariaDB 10.11 uses) and
+//! the fast path of `caching_sha2_password`. The full `caching_sha2_password`
+//! exchange (the server has not cached the password hash yet) needs TLS or
+//! the server's RSA key, which backend connections do not use yet, so it
+//! fails with a clear error. `mysql_clear_password` is refused: the password
+//! is never sent in clear text over plain TCP.
+//!
+//! Reference: MySQL "Connection Phase", "Authentication Method Mismatch",
+//! "Caching_sha2_password information".
+
+use bytes::BytesMut;
+use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, native_password};
+use gatehouse_proto_mysql::consts::*;
+use gatehouse_proto_mysql::handshake::auth_switch::{AUTH_MORE_DATA_HEADER, AUTH_SWITCH_HEADER};
+use gatehouse_proto_mysql::handshake::{AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10};
+use gatehouse_proto_mysql::packets::{ERR_HEADER, ErrPacket, OK_HEADER, OkPacket};
+use gatehouse_proto_mysql::{DecodeError, errors};
+use tokio::net::TcpStream;
+
+use super::super::RELAY_CAPS;
+use super::super::io::{self, IoError};
+use crate::error::{Condition, ProxyError};
+
+/// Connection-phase packets (greeting, auth switch, auth data, OK/ERR) are
+/// small; anything larger than this is not a MySQL server talking.
+pub const HANDSHAKE_PACKET_LIMIT: usize = 64 * 1024;
+/// `max_packet_size` announced in HandshakeResponse41: the largest command
+/// packet this client sends (MySQL "Protocol::HandshakeResponse41").
+pub const MAX_PACKET_SIZE: u32 = 16 * 1024 * 1024;
+/// The collation backend connections are opened with (`utf8mb4_general_ci`,
+/// known to MySQL 5.5+ and every MariaDB).
+pub const CONNECTION_CHARSET: u8 = CHARSET_UTF8MB4_GENERAL_CI;
+
+pub const NATIVE_PASSWORD: &str = "mysql_native_password";
+pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
+pub const CLEAR_PASSWORD: &str = "mysql_clear_password";
+
+/// Why the connection phase failed; [`LoginError::into_proxy`] renders it.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error("malformed packet in the connection phase: {0}")]
+    Decode(#[from] DecodeError),
+    #[error("unexpected packet 0x{0:02x} in the connection phase")]
+    Unexpected(u8),
+    #[error("server refused: ERROR {} ({}): {}", .0.code, .0.sqlstate_str(), .0.message)]
+    Server(ErrPacket),
+    #[error("the server asked for mysql_clear_password, which is never sent over plain TCP")]
+    ClearText,
+    #[error(
+        "caching_sha2_password full authentication needs TLS or the server's RSA key, \
+         which backend connections do not use yet"
+    )]
+    FullAuthNeeded,
+    #[error("unsupported authentication plugin {0:?}")]
+    UnsupportedPlugin(String),
+    #[error("the server switched authentication plugins twice")]
+    SecondSwitch,
+}
+
+/// What the server told us during a successful connection phase.
+pub struct Established {
+    pub greeting: HandshakeV10,
+    /// The capabilities both sides agreed on.
+    pub caps: u32,
+    /// Status flags of the final OK.
+    pub status: u16,
+}
+
+/// Runs the connection phase on a fresh socket.
+pub async fn login(
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+    user: &str,
+    password: &[u8],
+    database: Option<&str>,
+) -> Result<Established, LoginError> {
+    let first = io::read_packet(stream, rbuf, HANDSHAKE_PACKET_LIMIT).await?;
+    if first.payload.first() == Some(&ERR_HEADER) {
+        return Err(LoginError::Server(ErrPacket::decode(&first.payload)?));
+    }
+    let greeting = HandshakeV10::decode(&first.payload)?;
+    let mut caps = RELAY_CAPS & greeting.capabilities;
+    if database.is_none() {
+        caps &= !CLIENT_CONNECT_WITH_DB;
+    }
+    let mut plugin = match greeting.auth_plugin.as_str() {
+        CACHING_SHA2_PASSWORD => CACHING_SHA2_PASSWORD,
+        // Unknown or absent default: answer for native; the server switches
+        // to the account's plugin if it differs.
+        _ => NATIVE_PASSWORD,
+    };
+    let response = HandshakeResponse41 {
+        capabilities: caps,
+        max_packet_size: MAX_PACKET_SIZE,
+        charset: CONNECTION_CHARSET,
+        mariadb_ext_caps: 0,
+        username: user.to_owned(),
+        auth_response: scramble(plugin, password, &greeting.scramble)?,
+        database: database.map(str::to_owned),
+        auth_plugin: Some(plugin.to_owned()),
+        attributes: Vec::new(),
+        zstd_level: None,
+    };
+    let mut out = BytesMut::new();
+    response.encode(&mut out);
+    io::write_packet(stream, first.last_seq.wrapping_add(1), &out)
+        .await
+        .map_err(IoError::from)?;
+    let mut switched = false;
+    loop {
+        let p = io::read_packet(stream, rbuf, HANDSHAKE_PACKET_LIMIT).await?;
+        let next_seq = p.last_seq.wrapping_add(1);
+        let &header = p.payload.first().ok_or(LoginError::Unexpected(0))?;
+        match header {
+            OK_HEADER => {
+                let ok = OkPacket::decode(&p.payload, caps)?;
+                return Ok(Established {
+                    greeting,
+                    caps,
+                    status: ok.status,
+                });
+            }
+            ERR_HEADER => return Err(LoginError::Server(ErrPacket::decode(&p.payload)?)),
+            AUTH_SWITCH_HEADER => {
+                if switched {
+                    return Err(LoginError::SecondSwitch);
+                }
+                switched = true;
+                let req = AuthSwitchRequest::decode(&p.payload)?;
+                plugin = match req.plugin.as_str() {
+                    NATIVE_PASSWORD => NATIVE_PASSWORD,
+                    CACHING_SHA2_PASSWORD => CACHING_SHA2_PASSWORD,
+                    CLEAR_PASSWORD => return Err(LoginError::ClearText),
+                    other => return Err(LoginError::UnsupportedPlugin(other.to_owned())),
+                };
+                let nonce = req.nonce().ok_or(LoginError::Unexpected(AUTH_SWITCH_HEADER))?;
+                let answer = scramble(plugin, password, &nonce)?;
+                io::write_packet(stream, next_seq, &answer)
+                    .await
+                    .map_err(IoError::from)?;
+            }
+            AUTH_MORE_DATA_HEADER if plugin == CACHING_SHA2_PASSWORD => {
+                let more = AuthMoreData::decode(&p.payload)?;
+                match more.data.as_slice() {
+                    [caching_sha2::FAST_AUTH_SUCCESS] => {}
+                    [caching_sha2::PERFORM_FULL_AUTH] => return Err(LoginError::FullAuthNeeded),
+                    _ => return Err(LoginError::Unexpected(AUTH_MORE_DATA_HEADER)),
+                }
+            }
+            other => return Err(LoginError::Unexpected(other)),
+        }
+    }
+}
+
+/// The auth response `plugin` computes from `password` and `nonce`.
+fn scramble(plugin: &str, password: &[u8], nonce: &[u8; NONCE_LEN]) -> Result<Vec<u8>, LoginError> {
+    match plugin {
+        NATIVE_PASSWORD => Ok(native_password::client_response(password, nonce)),
+        CACHING_SHA2_PASSWORD => Ok(caching_sha2::client_response(password, nonce)),
+        other => Err(LoginError::UnsupportedPlugin(other.to_owned())),
+    }
+}
+
+impl LoginError {
+    /// The proxy error for a failed login of `user` at `addr`. Messages name
+    /// the backend user and database, never the password.
+    pub fn into_proxy(self, addr: &str, user: &str, database: Option<&str>) -> ProxyError {
+        let detail = format!("{addr}: {self}");
+        let db = database.unwrap_or("");
+        let err = match &self {
+            LoginError::Io(_) => ProxyError::new(Condition::BackendUnavailable, "could not reach the database server"),
+            LoginError::Server(e) if e.code == errors::ER_CON_COUNT_ERROR.code => ProxyError::new(
+                Condition::TooManyConnections,
+                "the database server has no connection slots left",
+            ),
+            LoginError::Server(e) if e.code == errors::ER_BAD_DB_ERROR.code => {
+                ProxyError::new(Condition::UnknownDatabase, format!("unknown database '{db}'"))
+            }
+            LoginError::Server(e) if e.code == errors::ER_DBACCESS_DENIED_ERROR.code => ProxyError::new(
+                Condition::NotAllowed,
+                format!("backend user '{user}' may not use database '{db}'"),
+            ),
+            LoginError::Server(e)
+                if e.code == errors::ER_ACCESS_DENIED_ERROR.code
+                    || e.code == errors::ER_ACCESS_DENIED_NO_PASSWORD_ERROR.code =>
+            {
+                refused(user)
+            }
+            LoginError::ClearText
+            | LoginError::FullAuthNeeded
+            | LoginError::UnsupportedPlugin(_)
+            | LoginError::SecondSwitch => refused(user),
+            _ => ProxyError::new(
+                Condition::BackendUnavailable,
+                "could not connect to the database server",
+            ),
+        };
+        err.with_detail(detail)
+    }
+}
+
+/// The server (or the proxy's own rules) refused the login: retrying the
+/// same credentials will not help.
+fn refused(user: &str) -> ProxyError {
+    let mut e = ProxyError::new(
+        Condition::BackendUnavailable,
+        format!("the proxy could not log in to the database server as backend user '{user}'"),
+    );
+    e.retry_safe = false;
+    e
+}

@@ -1,0 +1,285 @@
+//! The MySQL engine's backend connections against a real MariaDB primary and
+//! replica: login (root and a native-password user, with and without a
+//! database, wrong password), text queries (NULLs, several result sets,
+//! server errors), COM_RESET_CONNECTION, role probes, `KILL QUERY` cancels
+//! and the idle liveness check. One cluster serves every check, run in order.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use gatehouse::engine::mysql::backend::{self, MyConn};
+use gatehouse::error::Condition;
+use gatehouse_proto_mysql::consts::COM_QUERY;
+use gatehouse_testkit::{Cluster, Options};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+const USER: &str = "gh_be_user";
+const PASSWORD: &str = "be-secret-pw";
+const DATABASE: &str = "gh_be_db";
+
+struct Env {
+    primary: String,
+    replica: String,
+    root_password: String,
+    max_connections: u32,
+}
+
+impl Env {
+    async fn root(&self) -> Result<MyConn> {
+        backend::connect(&self.primary, "root", self.root_password.as_bytes(), None, TIMEOUT)
+            .await
+            .context("root connect")
+    }
+}
+
+fn rows(v: &[&[Option<&str>]]) -> Vec<Vec<Option<String>>> {
+    v.iter()
+        .map(|r| r.iter().map(|c| c.map(str::to_owned)).collect())
+        .collect()
+}
+
+fn one(r: &backend::QueryResult) -> Result<Option<String>> {
+    r.rows.first().and_then(|row| row.first()).cloned().context("no value")
+}
+
+#[test]
+fn mysql_backend_connections() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("gatehouse-mysql-backend-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cluster = Cluster::up(
+        &dir,
+        &Options {
+            pg: false,
+            mysql: true,
+            mysql_replicas: 1,
+            ..Options::default()
+        },
+    )?;
+    let primary = cluster.mysql_primary().context("no primary")?;
+    let replica = *cluster.mysql_replicas().first().context("no replica")?;
+    cluster.mysql_sql(
+        &primary.name,
+        &format!(
+            "CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}'; CREATE DATABASE {DATABASE}; \
+             GRANT ALL ON {DATABASE}.* TO '{USER}'@'%';"
+        ),
+    )?;
+    let max_connections = cluster
+        .mysql_sql(&primary.name, "SELECT @@global.max_connections")?
+        .parse()?;
+    let env = Env {
+        primary: primary.addr(),
+        replica: replica.addr(),
+        root_password: cluster.mysql_password().to_owned(),
+        max_connections,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        login(&env).await.context("login")?;
+        queries(&env).await.context("queries")?;
+        reset(&env).await.context("reset")?;
+        probe(&env).await.context("probe")?;
+        cancel(&env).await.context("cancel")?;
+        usable(&env).await.context("is_usable")
+    })?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+async fn login(env: &Env) -> Result<()> {
+    let mut root = env.root().await?;
+    let who = root.query("SELECT CURRENT_USER(), DATABASE()").await?;
+    ensure!(
+        matches!(who.rows.as_slice(), [row] if row.len() == 2 && row[0].as_deref().is_some_and(|u| u.starts_with("root@")) && row[1].is_none()),
+        "{who:?}"
+    );
+    ensure!(
+        root.connection_id > 0 && root.server_version.contains("MariaDB"),
+        "{root:?}"
+    );
+    ensure!(root.charset == 45, "charset {}", root.charset);
+    let cs = root
+        .query("SELECT @@character_set_client, @@collation_connection")
+        .await?;
+    ensure!(
+        cs.rows == rows(&[&[Some("utf8mb4"), Some("utf8mb4_general_ci")]]),
+        "{cs:?}"
+    );
+    root.close().await;
+
+    for db in [Some(DATABASE), None] {
+        let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), db, TIMEOUT)
+            .await
+            .with_context(|| format!("user connect with database {db:?}"))?;
+        let who = c.query("SELECT CURRENT_USER(), DATABASE()").await?;
+        ensure!(
+            who.rows == vec![vec![Some(format!("{USER}@%")), db.map(str::to_owned)]],
+            "{who:?}"
+        );
+        c.close().await;
+    }
+
+    let wrong = "not-the-right-pw";
+    let err = backend::connect(&env.primary, USER, wrong.as_bytes(), Some(DATABASE), TIMEOUT)
+        .await
+        .err()
+        .context("login with a wrong password succeeded")?;
+    let text = format!("{err} {err:?}");
+    ensure!(
+        !text.contains(wrong) && !text.contains(PASSWORD),
+        "password leaked: {text}"
+    );
+    ensure!(
+        err.message.contains("could not log in") && err.message.contains(USER),
+        "{err}"
+    );
+    ensure!(
+        err.condition == Condition::BackendUnavailable && !err.retry_safe,
+        "{err:?}"
+    );
+    ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1045")), "{err:?}");
+
+    let err = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), Some("no_such_db"), TIMEOUT)
+        .await
+        .err()
+        .context("login to a missing database succeeded")?;
+    ensure!(
+        matches!(err.condition, Condition::UnknownDatabase | Condition::NotAllowed),
+        "{err:?}"
+    );
+
+    // Nothing listens there: a quick BackendUnavailable, not a hang.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let dead_addr = dead.local_addr()?.to_string();
+    drop(dead);
+    let err = backend::connect(&dead_addr, USER, PASSWORD.as_bytes(), None, TIMEOUT)
+        .await
+        .err()
+        .context("connect to a closed port succeeded")?;
+    ensure!(
+        err.condition == Condition::BackendUnavailable && err.retry_safe,
+        "{err:?}"
+    );
+    Ok(())
+}
+
+async fn queries(env: &Env) -> Result<()> {
+    let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), Some(DATABASE), TIMEOUT).await?;
+    let r = c.query("SELECT 1, NULL, 'x'").await?;
+    ensure!(r.rows == rows(&[&[Some("1"), None, Some("x")]]), "{r:?}");
+
+    let r = c.query("SELECT 1; SELECT 2 UNION ALL SELECT 3").await?;
+    ensure!(r.rows == rows(&[&[Some("1")], &[Some("2")], &[Some("3")]]), "{r:?}");
+
+    let r = c
+        .query("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1), (2)")
+        .await?;
+    ensure!(r.affected_rows == 2 && r.rows.is_empty(), "{r:?}");
+    let r = c.query("SELECT id FROM t ORDER BY id").await?;
+    ensure!(r.rows == rows(&[&[Some("1")], &[Some("2")]]), "{r:?}");
+
+    let err = c.query("SELEC 1").await.err().context("a syntax error succeeded")?;
+    ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1064")), "{err:?}");
+    // An error ends a multi-statement reply; the connection stays in step.
+    let err = c
+        .query("SELECT 1; SELECT * FROM no_such_table; SELECT 3")
+        .await
+        .err()
+        .context("a missing table succeeded")?;
+    ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1146")), "{err:?}");
+    let r = c.query("SELECT 'still in step'").await?;
+    ensure!(one(&r)?.as_deref() == Some("still in step"), "{r:?}");
+    ensure!(c.is_usable(), "connection unusable after server errors");
+    c.close().await;
+    Ok(())
+}
+
+async fn reset(env: &Env) -> Result<()> {
+    let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), Some(DATABASE), TIMEOUT).await?;
+    let default_mode = one(&c.query("SELECT @@session.sql_mode").await?)?;
+    c.query("SET @@session.sql_mode = 'ANSI'; SET @leftover = 42").await?;
+    let r = c.query("SELECT @@session.sql_mode, @leftover").await?;
+    ensure!(r.rows[0][1].as_deref() == Some("42"), "{r:?}");
+    ensure!(r.rows[0][0] != default_mode, "sql_mode did not change: {r:?}");
+    c.query("BEGIN").await?;
+    ensure!(c.status & 1 != 0, "BEGIN did not set SERVER_STATUS_IN_TRANS");
+    c.reset().await?;
+    ensure!(c.status & 1 == 0, "still in a transaction after reset");
+    let r = c.query("SELECT @@session.sql_mode, @leftover, DATABASE()").await?;
+    ensure!(
+        r.rows == vec![vec![default_mode.clone(), None, Some(DATABASE.to_owned())]],
+        "{r:?} (default sql_mode {default_mode:?})"
+    );
+    let cs = c.query("SELECT @@character_set_client").await?;
+    ensure!(one(&cs)?.as_deref() == Some("utf8mb4"), "charset after reset: {cs:?}");
+    c.close().await;
+    Ok(())
+}
+
+async fn probe(env: &Env) -> Result<()> {
+    let p = backend::probe(&env.primary, "root", env.root_password.as_bytes(), TIMEOUT).await?;
+    ensure!(p.writable, "primary not writable: {p:?}");
+    ensure!(p.max_connections == Some(env.max_connections), "{p:?}");
+    let p = backend::probe(&env.replica, "root", env.root_password.as_bytes(), TIMEOUT).await?;
+    ensure!(!p.writable, "replica writable: {p:?}");
+    ensure!(p.max_connections.is_some(), "{p:?}");
+    Ok(())
+}
+
+async fn cancel(env: &Env) -> Result<()> {
+    let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), None, TIMEOUT).await?;
+    let target = c.cancel.clone();
+    let shown = format!("{target:?}");
+    ensure!(!shown.contains(PASSWORD), "Debug shows the password: {shown}");
+    ensure!(target.connection_id() == c.connection_id, "{shown}");
+
+    let started = Instant::now();
+    let mut sleep = vec![COM_QUERY];
+    sleep.extend_from_slice(b"SELECT SLEEP(20)");
+    c.send_command(&sleep).await?;
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        backend::cancel(target).await
+    });
+    let reply = tokio::time::timeout(Duration::from_secs(15), c.read_result())
+        .await
+        .context("no reply to the cancelled query")??;
+    canceller.await??;
+    match &reply {
+        Ok(r) if r.rows == rows(&[&[Some("1")]]) => {}
+        Err(e) if e.code == 1317 => {}
+        other => bail!("unexpected reply to a cancelled SLEEP: {other:?}"),
+    }
+    ensure!(
+        started.elapsed() < Duration::from_secs(10),
+        "cancel took {:?}",
+        started.elapsed()
+    );
+    let r = c.query("SELECT 'alive'").await?;
+    ensure!(one(&r)?.as_deref() == Some("alive"), "{r:?}");
+    // Cancelling a connection that is gone is not an error.
+    let gone = c.cancel.clone();
+    c.close().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    backend::cancel(gone).await.context("cancel of a closed connection")?;
+    Ok(())
+}
+
+async fn usable(env: &Env) -> Result<()> {
+    let mut victim = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), None, TIMEOUT).await?;
+    ensure!(victim.is_usable(), "idle connection reported unusable");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ensure!(victim.is_usable(), "idle connection reported unusable after a pause");
+    let mut root = env.root().await?;
+    root.query(&format!("KILL {}", victim.connection_id)).await?;
+    root.close().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while victim.is_usable() {
+        ensure!(Instant::now() < deadline, "killed connection still reported usable");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
