@@ -12,6 +12,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use crate::admin::{self, AdminState, EndpointSlots, view::CoreView};
 use crate::config::{EndpointSettings, EngineKind, Settings};
 use crate::core::Core;
+use crate::engine::mysql::MyEngine;
 use crate::engine::pg::PgEngine;
 use crate::engine::{ClientConn, Engine};
 use crate::reload::Reloader;
@@ -39,6 +40,7 @@ pub struct App {
     listeners: Vec<(Arc<EndpointSettings>, TcpListener, SocketAddr, Arc<Semaphore>)>,
     admin: Option<(TcpListener, SocketAddr)>,
     pg: Arc<Core<PgEngine>>,
+    mysql: Arc<Core<MyEngine>>,
     reloader: Arc<Reloader>,
     shutdown_tx: watch::Sender<bool>,
 }
@@ -75,14 +77,16 @@ impl App {
                 Some((listener, addr))
             }
         };
-        let pg = Arc::new(Core::new(settings.clone(), PgEngine::default(), shutdown_rx));
-        let cores: Vec<Arc<dyn CoreView>> = vec![pg.clone()];
+        let pg = Arc::new(Core::new(settings.clone(), PgEngine::default(), shutdown_rx.clone()));
+        let mysql = Arc::new(Core::new(settings.clone(), MyEngine::default(), shutdown_rx));
+        let cores: Vec<Arc<dyn CoreView>> = vec![pg.clone(), mysql.clone()];
         let reloader = Arc::new(Reloader::new(settings.source.clone(), cores));
         Ok(App {
             settings,
             listeners,
             admin,
             pg,
+            mysql,
             reloader,
             shutdown_tx,
         })
@@ -111,6 +115,11 @@ impl App {
         self.pg.clone()
     }
 
+    /// The MySQL core (pools, topology), for reports and tests.
+    pub fn mysql_core(&self) -> Arc<Core<MyEngine>> {
+        self.mysql.clone()
+    }
+
     pub fn settings(&self) -> &Arc<Settings> {
         &self.settings
     }
@@ -126,6 +135,10 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
                 topology::probe_once(&app.pg, cluster).await;
                 tokio::spawn(topology::monitor(app.pg.clone(), cluster.clone()));
             }
+            EngineKind::Mysql => {
+                topology::probe_once(&app.mysql, cluster).await;
+                tokio::spawn(topology::monitor(app.mysql.clone(), cluster.clone()));
+            }
         }
     }
     let mut accept_tasks = Vec::new();
@@ -139,13 +152,17 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
         });
         let task = match endpoint.cluster.engine {
             EngineKind::Postgres => tokio::spawn(accept_loop(app.pg.clone(), endpoint, listener, slots, drain.clone())),
+            EngineKind::Mysql => tokio::spawn(accept_loop(app.mysql.clone(), endpoint, listener, slots, drain.clone())),
         };
         accept_tasks.push(task);
     }
     if let Some((listener, addr)) = app.admin {
         tracing::info!(%addr, "admin API listening");
         let state = Arc::new(AdminState {
-            cores: vec![app.pg.clone() as Arc<dyn CoreView>],
+            cores: vec![
+                app.pg.clone() as Arc<dyn CoreView>,
+                app.mysql.clone() as Arc<dyn CoreView>,
+            ],
             endpoints: endpoint_slots,
             reloader: app.reloader.clone(),
             token: app.settings.admin.as_ref().and_then(|a| a.token.clone()),

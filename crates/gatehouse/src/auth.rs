@@ -77,6 +77,16 @@ impl Check<'_> {
                     .into();
                 if ok { Ok(()) } else { Err(AuthFailure::WrongPassword) }
             }
+            None if self.tenant.is_some_and(|t| t.mysql_native.is_some()) => {
+                // A MySQL tenant stored with SHA1(SHA1(password)) only.
+                let stored = self.tenant.and_then(|t| t.mysql_native).unwrap_or_default();
+                let computed = gatehouse_proto_mysql::auth::native_password::stored_hash(password.as_bytes());
+                if bool::from(computed.ct_eq(&stored)) {
+                    Ok(())
+                } else {
+                    Err(AuthFailure::WrongPassword)
+                }
+            }
             None => {
                 // The same cost as a real check, so timing does not tell
                 // whether the tenant exists.

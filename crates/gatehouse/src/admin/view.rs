@@ -85,7 +85,7 @@ impl<E: Engine> CoreView for Core<E> {
             (&a.cluster, &a.backend, &a.user, &a.database).cmp(&(&b.cluster, &b.backend, &b.user, &b.database))
         });
         let mut backends = Vec::new();
-        for cluster in &self.settings.clusters {
+        for cluster in self.settings.clusters.iter().filter(|c| c.engine == E::KIND) {
             if let Some(state) = self.topology.cluster(&cluster.name) {
                 for b in &state.backends {
                     let h = b.health();

@@ -15,6 +15,7 @@ use gatehouse_proto_pg::auth::scram::ScramVerifier;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EngineKind {
     Postgres,
+    Mysql,
 }
 
 /// What an endpoint reaches.

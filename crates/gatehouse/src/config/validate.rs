@@ -233,8 +233,12 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
         unique(cx, &mut seen, &c.name, "cluster");
         let engine = match c.engine.get_ref().as_str() {
             "postgres" | "postgresql" => EngineKind::Postgres,
+            "mysql" | "mariadb" => EngineKind::Mysql,
             other => {
-                cx.at(&c.engine, format!("unknown engine \"{other}\" (expected \"postgres\")"));
+                cx.at(
+                    &c.engine,
+                    format!("unknown engine \"{other}\" (expected \"postgres\" or \"mysql\")"),
+                );
                 EngineKind::Postgres
             }
         };

@@ -43,6 +43,8 @@ pub struct ClientConn {
 pub trait Engine: Send + Sync + Sized + 'static {
     /// The engine's name in metrics and the admin API.
     const NAME: &'static str;
+    /// The clusters (`engine = ...`) this engine serves.
+    const KIND: crate::config::EngineKind;
     /// An authenticated backend connection, ready for a client's work.
     type Conn: Send + 'static;
     /// What a cancel needs to reach the backend running a client's query.

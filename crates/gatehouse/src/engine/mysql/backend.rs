@@ -61,7 +61,10 @@ pub struct MyConn {
     /// `host:port`.
     pub addr: String,
     pub cancel: MyCancelTarget,
-    // ---- Session layer state (tracked variables, prepared statements) goes here. ----
+    /// Tracked session variables set on this connection (by clients, replayed).
+    pub vars: super::vars::Vars,
+    /// Statements prepared on this connection, by query text.
+    pub prepared: std::collections::HashMap<Arc<str>, super::stmts::BackendStmt>,
 }
 
 impl fmt::Debug for MyConn {
@@ -180,6 +183,8 @@ async fn connect_inner(
         charset: auth::CONNECTION_CHARSET,
         caps: done.caps,
         addr: addr.to_owned(),
+        vars: super::vars::Vars::new(),
+        prepared: std::collections::HashMap::new(),
         cancel: MyCancelTarget {
             addr: addr.to_owned(),
             user: user.to_owned(),
@@ -190,6 +195,32 @@ async fn connect_inner(
 }
 
 impl MyConn {
+    /// Whether the server is MariaDB (its variable names differ a little).
+    pub fn is_mariadb(&self) -> bool {
+        self.server_version.contains("MariaDB")
+    }
+
+    /// After COM_RESET_CONNECTION: no variables set, no statements prepared.
+    pub fn forget_session_state(&mut self) {
+        self.vars = super::vars::Vars::new();
+        self.prepared.clear();
+    }
+
+    /// Closes one prepared statement (COM_STMT_CLOSE has no reply).
+    pub async fn close_prepared(&mut self, id: u32) {
+        let mut cmd = [COM_STMT_CLOSE, 0, 0, 0, 0];
+        cmd[1..].copy_from_slice(&id.to_le_bytes());
+        let _ = self.send_command(&cmd).await;
+    }
+
+    /// Closes every prepared statement of this connection.
+    pub async fn close_all_prepared(&mut self) {
+        let ids: Vec<u32> = self.prepared.drain().map(|(_, s)| s.id).collect();
+        for id in ids {
+            self.close_prepared(id).await;
+        }
+    }
+
     /// Sends one command payload with sequence id 0.
     pub async fn send_command(&mut self, payload: &[u8]) -> std::io::Result<()> {
         io::write_packet(&mut self.stream, 0, payload).await.map(|_| ())

@@ -33,7 +33,11 @@ pub async fn read_packet<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, ma
             buf.reserve(READ_BUFFER);
         }
         if s.read_buf(buf).await? == 0 {
-            return Err(if buf.is_empty() { IoError::Closed } else { IoError::Truncated });
+            return Err(if buf.is_empty() {
+                IoError::Closed
+            } else {
+                IoError::Truncated
+            });
         }
     }
 }

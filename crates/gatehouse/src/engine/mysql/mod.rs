@@ -25,3 +25,132 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_PS_MULTI_RESULTS
     | CLIENT_PLUGIN_AUTH
     | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
+
+pub mod login;
+pub mod session;
+pub mod stmts;
+pub mod txn;
+pub mod vars;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use self::backend::{MyCancelTarget, MyConn};
+use crate::config::Secret;
+use crate::core::Core;
+use crate::engine::{ClientConn, Engine, Probe};
+use crate::error::ProxyError;
+
+/// Server version announced before any backend was seen.
+pub const FALLBACK_SERVER_VERSION: &str = "5.5.5-10.11.0-MariaDB-Gatehouse";
+
+/// The MySQL engine's own state: the backend's version (announced to
+/// clients), connection ids for greetings, and `caching_sha2_password`
+/// verifiers cached per tenant after a full authentication.
+pub struct MyEngine {
+    server_version: Mutex<String>,
+    next_connection_id: AtomicU32,
+    sha2_verifiers: Mutex<HashMap<String, [u8; 32]>>,
+}
+
+impl Default for MyEngine {
+    fn default() -> Self {
+        Self {
+            server_version: Mutex::new(FALLBACK_SERVER_VERSION.into()),
+            next_connection_id: AtomicU32::new(1),
+            sha2_verifiers: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl MyEngine {
+    /// The version string clients are greeted with: the backend's.
+    pub fn server_version(&self) -> String {
+        self.server_version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn learn_version(&self, version: &str) {
+        // MariaDB greets with a "5.5.5-" prefix for old MySQL clients.
+        let announced = if version.contains("MariaDB") && !version.starts_with("5.5.5-") {
+            format!("5.5.5-{version}")
+        } else {
+            version.to_owned()
+        };
+        let mut v = self.server_version.lock().unwrap_or_else(PoisonError::into_inner);
+        if *v != announced {
+            *v = announced;
+        }
+    }
+
+    /// A connection id for a client's greeting (the proxy's own numbering).
+    pub fn connection_id(&self) -> u32 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// SHA256(SHA256(password)) of `tenant`, cached after a full authentication.
+    pub fn sha2_verifier(&self, tenant: &str) -> Option<[u8; 32]> {
+        self.sha2_verifiers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tenant)
+            .copied()
+    }
+
+    pub fn remember_sha2_verifier(&self, tenant: &str, verifier: [u8; 32]) {
+        self.sha2_verifiers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tenant.to_owned(), verifier);
+    }
+}
+
+impl Engine for MyEngine {
+    const NAME: &'static str = "mysql";
+    const KIND: crate::config::EngineKind = crate::config::EngineKind::Mysql;
+    type Conn = MyConn;
+    type CancelTarget = MyCancelTarget;
+
+    async fn connect(
+        &self,
+        backend: &str,
+        secret: &Secret,
+        database: &str,
+        timeout: Duration,
+    ) -> Result<MyConn, ProxyError> {
+        let db = (!database.is_empty()).then_some(database);
+        let conn = backend::connect(backend, &secret.user, secret.password.expose().as_bytes(), db, timeout).await?;
+        self.learn_version(&conn.server_version);
+        Ok(conn)
+    }
+
+    async fn initialize(&self, conn: &mut MyConn, sql: &str) -> Result<(), ProxyError> {
+        conn.query(sql).await.map(|_| ())
+    }
+
+    async fn reset(&self, conn: &mut MyConn) -> Result<(), ProxyError> {
+        conn.reset().await?;
+        conn.forget_session_state();
+        Ok(())
+    }
+
+    fn is_usable(&self, conn: &mut MyConn) -> bool {
+        conn.is_usable()
+    }
+
+    async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
+        backend::probe(backend, &secret.user, secret.password.expose().as_bytes(), timeout).await
+    }
+
+    async fn cancel(&self, target: MyCancelTarget) -> Result<(), ProxyError> {
+        backend::cancel(target).await
+    }
+
+    async fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) {
+        session::serve(core, client).await
+    }
+}

@@ -13,9 +13,9 @@ use gatehouse_proto_pg::startup::{StartupError, StartupPacket, parse_startup};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
-use crate::engine::stream::ClientStream;
 use crate::auth::Check;
 use crate::config::{ClientAuth, EndpointSettings, TenantAuth};
+use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 
 /// `PG_MAX_AUTH_TOKEN_LENGTH` (src/include/libpq/auth.h): the largest

@@ -19,9 +19,9 @@ use gatehouse_proto_pg::{messages, sqlstate};
 use tokio::io::AsyncWriteExt;
 
 use self::backend::{PgCancelTarget, PgConn};
-use crate::engine::stream::ClientStream;
 use crate::config::Secret;
 use crate::core::Core;
+use crate::engine::stream::ClientStream;
 use crate::engine::{ClientConn, Engine, Probe};
 use crate::error::{Condition, ProxyError};
 
@@ -37,6 +37,7 @@ pub struct PgEngine {
 
 impl Engine for PgEngine {
     const NAME: &'static str = "postgres";
+    const KIND: crate::config::EngineKind = crate::config::EngineKind::Postgres;
     type Conn = PgConn;
     type CancelTarget = PgCancelTarget;
 

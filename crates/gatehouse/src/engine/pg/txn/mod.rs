@@ -22,11 +22,11 @@ use super::PgEngine;
 use super::pending::{Disposition, Event, ResponseQueue};
 use super::relay::End;
 use super::statements::Registry;
-use crate::engine::stream::ClientStream;
 use super::tracked;
 use crate::cancel::CancelKey;
 use crate::config::{EndpointSettings, PoolMode};
 use crate::core::Core;
+use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool};
 

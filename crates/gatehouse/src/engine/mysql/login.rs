@@ -1,0 +1,286 @@
+//! The MySQL connection phase towards a client: the proxy's handshake v10
+//! (its own scramble, the relayed capabilities), the TLS upgrade after an
+//! SSLRequest, and authentication of the tenant:
+//!
+//! * `mysql_native_password` against the tenant's stored SHA1(SHA1(pw));
+//! * `caching_sha2_password`: the fast path from a verifier cached after
+//!   the tenant's last full authentication, else the full path (the
+//!   password sent as such) over TLS; over plain TCP the client is switched
+//!   to `mysql_native_password`;
+//! * `mysql_clear_password` (over TLS, or where plaintext tokens are
+//!   allowed) on `client_auth = "password"` endpoints and for tenants that
+//!   have no MySQL hash: a signed token or the tenant's password, checked
+//!   like PostgreSQL's cleartext password ([`crate::auth`]).
+//!
+//! Every refusal of a password is the same ER_ACCESS_DENIED_ERROR.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, clear_password, generate_nonce, native_password};
+use gatehouse_proto_mysql::consts::*;
+use gatehouse_proto_mysql::handshake::{
+    AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
+};
+use tokio_rustls::TlsAcceptor;
+
+use super::MyEngine;
+use super::io::{read_packet, write_packet};
+use crate::auth::Check;
+use crate::config::{ClientAuth, EndpointSettings, Tenant};
+use crate::core::Core;
+use crate::engine::stream::ClientStream;
+use crate::error::{Condition, ProxyError};
+
+pub const NATIVE: &str = "mysql_native_password";
+pub const CACHING_SHA2: &str = "caching_sha2_password";
+pub const CLEAR: &str = "mysql_clear_password";
+
+/// Largest packet accepted during the connection phase (a handshake
+/// response with attributes is far smaller).
+pub const MAX_LOGIN_PACKET: usize = 64 * 1024;
+
+/// utf8mb4_general_ci, announced in the greeting.
+pub const DEFAULT_COLLATION: u8 = 45;
+
+/// A client connection in its connection phase: the stream, its read
+/// buffer, and the sequence id the proxy's next packet must carry.
+pub struct Phase {
+    pub stream: ClientStream,
+    pub buf: BytesMut,
+    pub seq: u8,
+}
+
+impl Phase {
+    async fn read(&mut self) -> Result<Vec<u8>, ProxyError> {
+        let p = read_packet(&mut self.stream, &mut self.buf, MAX_LOGIN_PACKET)
+            .await
+            .map_err(|e| ProxyError::new(Condition::ProtocolViolation, "Bad handshake").with_detail(e.to_string()))?;
+        if p.seq != self.seq {
+            return Err(ProxyError::new(
+                Condition::ProtocolViolation,
+                "Got packets out of order",
+            ));
+        }
+        self.seq = p.last_seq.wrapping_add(1);
+        Ok(p.payload.to_vec())
+    }
+
+    pub async fn write(&mut self, payload: &[u8]) -> Result<(), ProxyError> {
+        self.seq = write_packet(&mut self.stream, self.seq, payload)
+            .await
+            .map_err(|e| ProxyError::new(Condition::ProtocolViolation, "write failed").with_detail(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// What the connection phase established.
+pub struct Authenticated {
+    pub tenant: Arc<Tenant>,
+    /// The database named in the handshake response, if any (checked).
+    pub database: Option<String>,
+    /// Capabilities in force: the client's, within [`super::RELAY_CAPS`].
+    pub caps: u32,
+    pub charset: u8,
+    pub attributes: Vec<(String, String)>,
+}
+
+fn access_denied(user: &str) -> ProxyError {
+    ProxyError::new(
+        Condition::InvalidPassword,
+        format!("Access denied for user '{user}' (using password: YES)"),
+    )
+}
+
+/// Sends the greeting, takes the TLS upgrade, reads the handshake response.
+pub async fn greet(
+    core: &Core<MyEngine>,
+    endpoint: &EndpointSettings,
+    phase: &mut Option<Phase>,
+    connection_id: u32,
+    nonce: &[u8; NONCE_LEN],
+) -> Result<HandshakeResponse41, ProxyError> {
+    let p = phase.as_mut().ok_or_else(internal)?;
+    let mut caps = super::RELAY_CAPS | CLIENT_CONNECT_ATTRS;
+    if endpoint.tls.is_some() {
+        caps |= CLIENT_SSL;
+    }
+    let greeting = HandshakeV10 {
+        server_version: core.engine.server_version(),
+        connection_id,
+        scramble: *nonce,
+        capabilities: caps,
+        mariadb_ext_caps: 0,
+        charset: DEFAULT_COLLATION,
+        status: SERVER_STATUS_AUTOCOMMIT,
+        auth_plugin: NATIVE.into(),
+    };
+    let mut out = BytesMut::new();
+    greeting.encode(&mut out);
+    p.write(&out).await?;
+    let first = p.read().await?;
+    if !SslRequest::is_ssl_request(&first) {
+        return decode_response(&first);
+    }
+    let tls = endpoint.tls.clone().ok_or_else(|| {
+        ProxyError::new(
+            Condition::ProtocolViolation,
+            "SSL connection error: SSL is not enabled on this endpoint",
+        )
+    })?;
+    let Some(Phase { stream, buf, seq }) = phase.take() else {
+        return Err(internal());
+    };
+    let ClientStream::Plain(tcp) = stream else {
+        return Err(ProxyError::new(
+            Condition::ProtocolViolation,
+            "SSLRequest received over TLS",
+        ));
+    };
+    if !buf.is_empty() {
+        // Bytes sent before the TLS handshake would be spoofable plaintext.
+        return Err(ProxyError::new(
+            Condition::ProtocolViolation,
+            "data sent before the TLS handshake",
+        ));
+    }
+    let tls_stream = TlsAcceptor::from(tls).accept(tcp).await.map_err(|e| {
+        ProxyError::new(Condition::ProtocolViolation, "SSL connection error").with_detail(e.to_string())
+    })?;
+    *phase = Some(Phase {
+        stream: ClientStream::Tls(Box::new(tls_stream)),
+        buf,
+        seq,
+    });
+    let p = phase.as_mut().ok_or_else(internal)?;
+    let response = p.read().await?;
+    decode_response(&response)
+}
+
+fn internal() -> ProxyError {
+    ProxyError::new(Condition::Internal, "internal error during the handshake")
+}
+
+fn decode_response(payload: &[u8]) -> Result<HandshakeResponse41, ProxyError> {
+    HandshakeResponse41::decode(payload)
+        .map_err(|e| ProxyError::new(Condition::ProtocolViolation, "Bad handshake").with_detail(e.to_string()))
+}
+
+/// Authenticates `response`'s user as a tenant. `Ok(None)`: unknown user
+/// or wrong password has already been turned into an error; `Err` carries
+/// what to tell the client.
+pub async fn authenticate(
+    core: &Core<MyEngine>,
+    endpoint: &EndpointSettings,
+    phase: &mut Phase,
+    response: &HandshakeResponse41,
+    nonce: &[u8; NONCE_LEN],
+) -> Result<Arc<Tenant>, ProxyError> {
+    let user = response.username.as_str();
+    let tls = phase.stream.is_tls();
+    let tenant = core.tenants.get(user);
+    let database = response.database.clone().unwrap_or_default();
+    let check = Check {
+        settings: &core.settings,
+        hashing: &core.hashing,
+        mock_seed: &core.auth_mock_seed,
+        tenant: tenant.as_ref(),
+        user,
+        database: &database,
+        audience: &endpoint.name,
+    };
+    let plaintext_ok = tls || endpoint.allow_plaintext_tokens;
+    let native_hash = tenant.as_ref().and_then(|t| t.mysql_native);
+    // Tenants without a MySQL hash (SCRAM verifier, tokens) can only be
+    // checked from the password itself.
+    let wants_password = endpoint.client_auth == ClientAuth::Password || (tenant.is_some() && native_hash.is_none());
+    let plugin = response.auth_plugin.as_deref().unwrap_or(NATIVE);
+    let ok = if wants_password {
+        if !plaintext_ok {
+            return Err(ProxyError::new(
+                Condition::NotAllowed,
+                "Connections using insecure transport are prohibited: this endpoint needs TLS (--ssl)",
+            ));
+        }
+        let password = if plugin == CLEAR {
+            clear_password::decode(&response.auth_response).to_vec()
+        } else {
+            switch(phase, CLEAR, nonce).await?;
+            let answer = phase.read().await?;
+            clear_password::decode(&answer).to_vec()
+        };
+        let password = zeroize::Zeroizing::new(String::from_utf8_lossy(&password).into_owned());
+        match check.password(&password).await {
+            Ok(()) => true,
+            Err(reason) => {
+                tracing::info!(user, %reason, "password authentication refused");
+                false
+            }
+        }
+    } else if plugin == CACHING_SHA2 && !response.auth_response.is_empty() {
+        let cached = tenant.as_ref().and_then(|t| core.engine.sha2_verifier(&t.name));
+        match cached {
+            Some(stored) if caching_sha2::verify_fast(&stored, nonce, &response.auth_response) => {
+                more_data(phase, caching_sha2::FAST_AUTH_SUCCESS).await?;
+                true
+            }
+            _ if tls => {
+                more_data(phase, caching_sha2::PERFORM_FULL_AUTH).await?;
+                let answer = phase.read().await?;
+                let password = zeroize::Zeroizing::new(clear_password::decode(&answer).to_vec());
+                let good = native_hash.is_some_and(|h| {
+                    native_password::stored_hash(&password)
+                        .iter()
+                        .zip(h.iter())
+                        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                        == 0
+                });
+                if good && let Some(t) = &tenant {
+                    core.engine
+                        .remember_sha2_verifier(&t.name, caching_sha2::stored_hash(&password));
+                }
+                good
+            }
+            _ => native_exchange(phase, nonce, native_hash, None).await?,
+        }
+    } else {
+        let first = (plugin == NATIVE).then_some(response.auth_response.as_slice());
+        native_exchange(phase, nonce, native_hash, first).await?
+    };
+    match tenant {
+        Some(t) if ok => Ok(t),
+        _ => Err(access_denied(user)),
+    }
+}
+
+/// `mysql_native_password`: checks `first` (the handshake's answer), or
+/// switches the client to the plugin and checks its answer.
+async fn native_exchange(
+    phase: &mut Phase,
+    nonce: &[u8; NONCE_LEN],
+    stored: Option<[u8; 20]>,
+    first: Option<&[u8]>,
+) -> Result<bool, ProxyError> {
+    let answer = match first {
+        Some(a) => a.to_vec(),
+        None => {
+            switch(phase, NATIVE, nonce).await?;
+            phase.read().await?
+        }
+    };
+    // Unknown tenants are checked against a hash nobody has, at the same cost.
+    let stored = stored.unwrap_or_else(|| native_password::stored_hash(&generate_nonce()));
+    Ok(native_password::verify(&stored, nonce, &answer))
+}
+
+async fn switch(phase: &mut Phase, plugin: &str, nonce: &[u8; NONCE_LEN]) -> Result<(), ProxyError> {
+    let mut out = BytesMut::new();
+    AuthSwitchRequest::with_nonce(plugin, nonce).encode(&mut out);
+    phase.write(&out).await
+}
+
+async fn more_data(phase: &mut Phase, byte: u8) -> Result<(), ProxyError> {
+    let mut out = BytesMut::new();
+    AuthMoreData { data: vec![byte] }.encode(&mut out);
+    phase.write(&out).await
+}

@@ -1,0 +1,172 @@
+//! One MySQL client connection from accept to close: admission, the
+//! connection phase ([`super::login`]), the failed-login and tenant limits
+//! (the same as PostgreSQL's), the database check, then the command loop
+//! ([`super::txn`]). Errors reach the client as ERR packets with the
+//! engine's error numbers and end only that session.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use gatehouse_proto_mysql::auth::generate_nonce;
+use gatehouse_proto_mysql::consts::SERVER_STATUS_AUTOCOMMIT;
+use gatehouse_proto_mysql::errors::{self, MyError};
+use gatehouse_proto_mysql::packets::{ErrPacket, OK_HEADER, OkPacket};
+
+use super::MyEngine;
+use super::login::{self, Phase};
+use crate::core::Core;
+use crate::engine::ClientConn;
+use crate::engine::stream::ClientStream;
+use crate::error::{Condition, ProxyError};
+
+/// The MySQL error a proxy error is shown as.
+pub fn my_error(e: &ProxyError) -> MyError {
+    match e.condition {
+        Condition::InvalidPassword => errors::ER_ACCESS_DENIED_ERROR,
+        Condition::NotAllowed => errors::ER_ACCESS_DENIED_ERROR,
+        Condition::UnknownDatabase => errors::ER_DBACCESS_DENIED_ERROR,
+        Condition::TooManyConnections => errors::ER_CON_COUNT_ERROR,
+        Condition::ProtocolViolation | Condition::LoginTimeout => errors::ER_HANDSHAKE_ERROR,
+        Condition::FeatureNotSupported => errors::ER_NOT_SUPPORTED_AUTH_MODE,
+        Condition::IdleTimeout => errors::ER_NET_READ_ERROR,
+        Condition::Shutdown => errors::ER_SERVER_SHUTDOWN,
+        Condition::BackendUnavailable | Condition::NoBackendForRole | Condition::Internal => errors::ER_UNKNOWN_ERROR,
+    }
+}
+
+/// An ERR packet's payload for `e`.
+pub fn err_payload(err: MyError, message: &str) -> BytesMut {
+    let mut out = BytesMut::new();
+    ErrPacket::from_error(err, message).encode(&mut out);
+    out
+}
+
+/// Sends `e` as an ERR packet with sequence id `seq` and logs it.
+pub async fn fail(core: &Core<MyEngine>, stream: Option<&mut ClientStream>, seq: u8, e: &ProxyError) {
+    core.stats.record_error(e);
+    tracing::info!(kind = ?e.kind(), error = %e, "client session ended with an error");
+    if let Some(s) = stream {
+        let _ = super::io::write_packet(s, seq, &err_payload(my_error(e), &e.message)).await;
+    }
+}
+
+pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
+    let ClientConn {
+        socket,
+        peer,
+        endpoint,
+        admission,
+        drain: _drain,
+    } = client;
+    let mut phase = Some(Phase {
+        stream: ClientStream::Plain(socket),
+        buf: BytesMut::new(),
+        seq: 0,
+    });
+    let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
+    let nonce = generate_nonce();
+    let connection_id = core.engine.connection_id();
+    let greeted = tokio::time::timeout_at(
+        deadline,
+        Box::pin(login::greet(&core, &endpoint, &mut phase, connection_id, &nonce)),
+    )
+    .await
+    .unwrap_or_else(|_| Err(login_timeout()));
+    let response = match greeted {
+        Ok(r) => r,
+        Err(e) => {
+            let seq = phase.as_ref().map_or(0, |p| p.seq);
+            return fail(&core, phase.as_mut().map(|p| &mut p.stream), seq, &e).await;
+        }
+    };
+    let Some(mut phase) = phase else { return };
+    if admission.is_none() {
+        let e = ProxyError::new(Condition::TooManyConnections, "Too many connections");
+        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+    }
+    let user = response.username.clone();
+    if endpoint.require_tls && !phase.stream.is_tls() {
+        let e = ProxyError::new(
+            Condition::NotAllowed,
+            "Connections using insecure transport are prohibited: this endpoint requires TLS (--ssl)",
+        );
+        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+    }
+    if !core.limits.login_allowed(peer.ip(), &user) {
+        let e = ProxyError::new(Condition::NotAllowed, crate::limits::TOO_MANY_FAILURES);
+        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+    }
+    let authenticated = tokio::time::timeout_at(
+        deadline,
+        Box::pin(login::authenticate(&core, &endpoint, &mut phase, &response, &nonce)),
+    )
+    .await
+    .unwrap_or_else(|_| Err(login_timeout()));
+    let tenant = match authenticated {
+        Ok(t) => t,
+        Err(e) => {
+            if e.condition == Condition::InvalidPassword {
+                core.limits.record_failure(peer.ip(), &user);
+            }
+            return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+        }
+    };
+    let database = response.database.clone().filter(|d| !d.is_empty());
+    if let Some(db) = &database
+        && !tenant.may_use(db)
+    {
+        // The same answer whether or not the database exists.
+        let e = ProxyError::new(
+            Condition::UnknownDatabase,
+            format!("Access denied for user '{user}' to database '{db}'"),
+        );
+        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+    }
+    if !core.limits.connection_allowed(&tenant.name, tenant.connection_rate) {
+        let e = ProxyError::new(
+            Condition::TooManyConnections,
+            format!("connection rate limit reached for user '{}'", tenant.name),
+        );
+        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+    }
+    let Some(_tenant_slot) = core.tenant_slot(&tenant) else {
+        let e = ProxyError::new(
+            Condition::TooManyConnections,
+            format!(
+                "User '{}' has exceeded the 'max_user_connections' resource",
+                tenant.name
+            ),
+        );
+        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+    };
+    let caps = response.capabilities & super::RELAY_CAPS;
+    let mut ok = BytesMut::new();
+    OkPacket {
+        status: SERVER_STATUS_AUTOCOMMIT,
+        ..OkPacket::default()
+    }
+    .encode(&mut ok, caps, OK_HEADER);
+    if phase.write(&ok).await.is_err() {
+        return;
+    }
+    let Phase { mut stream, buf, .. } = phase;
+    let start = super::txn::Start {
+        endpoint: &endpoint,
+        tenant,
+        database,
+        caps,
+        collation: response.charset,
+    };
+    let result = Box::pin(super::txn::run(&core, &mut stream, buf, start)).await;
+    if let Err((seq, e)) = result {
+        fail(&core, Some(&mut stream), seq, &e).await;
+    }
+    drop(admission);
+}
+
+fn login_timeout() -> ProxyError {
+    ProxyError::new(
+        Condition::LoginTimeout,
+        "Bad handshake: timeout expired before authentication completed",
+    )
+}

@@ -1,0 +1,297 @@
+//! Binary-protocol prepared statements across multiplexed connections. The
+//! client sees proxy-owned statement ids; each backend connection keeps
+//! the statements it has prepared, keyed by query text (so clients running
+//! the same query share one), and a client's statement is prepared lazily
+//! on whichever connection serves its execute. Ids are rewritten both
+//! ways; parameter types sent once by the client (new-params-bound) are
+//! remembered and sent again to a connection that has not seen them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gatehouse_proto_mysql::command::{rewrite_stmt_id, stmt_id_at};
+use gatehouse_proto_mysql::consts::*;
+use gatehouse_proto_mysql::errors::{self, MyError};
+use gatehouse_proto_mysql::packets::is_err;
+use gatehouse_proto_mysql::response::{ResponseKind, ResponseTracker, Step};
+use gatehouse_proto_mysql::stmt_execute::{new_params_bound, param_types, with_param_types};
+
+use super::backend::MyConn;
+use super::txn::{Fatal, Session};
+use crate::engine::stream::ClientStream;
+
+/// Statements one backend connection keeps prepared; past this, the
+/// connection closes all of them and starts over (a client that prepares
+/// unboundedly many distinct queries must not exhaust the server's
+/// `max_prepared_stmt_count`).
+pub const MAX_PREPARED_PER_CONNECTION: usize = 256;
+
+/// ER_STMT_HAS_NO_OPEN_CURSOR (1421, HY000).
+const ER_STMT_HAS_NO_OPEN_CURSOR: MyError = MyError {
+    code: 1421,
+    sqlstate: "HY000",
+    name: "ER_STMT_HAS_NO_OPEN_CURSOR",
+};
+
+/// A statement as one client prepared it.
+struct ClientStmt {
+    sql: Arc<str>,
+    params: u16,
+    /// Parameter types from the client's last execute that sent them.
+    types: Option<Vec<u8>>,
+}
+
+/// A client's statements by the ids the proxy gave it.
+#[derive(Default)]
+pub struct Statements {
+    by_id: HashMap<u32, ClientStmt>,
+    next_id: u32,
+}
+
+/// A statement prepared on one backend connection.
+#[derive(Debug, Clone, Copy)]
+pub struct BackendStmt {
+    pub id: u32,
+    /// Whether this connection has been sent the parameter types.
+    pub types_sent: bool,
+}
+
+async fn remember(conn: &mut MyConn, sql: Arc<str>, id: u32) {
+    if conn.prepared.len() >= MAX_PREPARED_PER_CONNECTION {
+        conn.close_all_prepared().await;
+    }
+    if let Some(old) = conn.prepared.insert(sql, BackendStmt { id, types_sent: false }) {
+        conn.close_prepared(old.id).await;
+    }
+}
+
+pub async fn command(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+    if payload[0] == COM_STMT_PREPARE {
+        return prepare(s, stream, payload).await;
+    }
+    let Some(id) = stmt_id_at(payload) else {
+        return s
+            .error(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
+            .await;
+    };
+    let Some(stmt) = s.stmts.by_id.get(&id) else {
+        if payload[0] == COM_STMT_CLOSE || payload[0] == COM_STMT_SEND_LONG_DATA {
+            // No reply is ever sent to these.
+            return Ok(());
+        }
+        let msg = format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute");
+        return s.error(stream, 1, errors::ER_UNKNOWN_STMT_HANDLER, &msg).await;
+    };
+    let (sql, params, types) = (stmt.sql.clone(), stmt.params, stmt.types.clone());
+    match payload[0] {
+        COM_STMT_CLOSE => {
+            s.stmts.by_id.remove(&id);
+            Ok(())
+        }
+        COM_STMT_RESET => {
+            s.long_data = false;
+            s.cursor_open = false;
+            let on_conn = s.lease.as_mut().and_then(|l| l.conn().prepared.get(&sql).copied());
+            match on_conn {
+                Some(b) => forward_with_id(s, stream, payload, b.id).await,
+                None => s.local_ok(stream).await,
+            }
+        }
+        COM_STMT_FETCH => {
+            let on_conn = s.lease.as_mut().and_then(|l| l.conn().prepared.get(&sql).copied());
+            match on_conn {
+                Some(b) if s.cursor_open => forward_with_id(s, stream, payload, b.id).await,
+                _ => {
+                    let msg = format!("The statement ({id}) has no open cursor");
+                    s.error(stream, 1, ER_STMT_HAS_NO_OPEN_CURSOR, &msg).await
+                }
+            }
+        }
+        COM_STMT_SEND_LONG_DATA => {
+            let Some(b) = prepared(s, stream, &sql, false).await? else {
+                return Ok(());
+            };
+            let mut p = payload.to_vec();
+            let _ = rewrite_stmt_id(&mut p, b.id);
+            s.long_data = true;
+            if let Some(lease) = s.lease.as_mut()
+                && lease.conn().send_command(&p).await.is_err()
+            {
+                s.lease = None;
+            }
+            Ok(())
+        }
+        _ => execute(s, stream, payload, id, sql, params, types).await,
+    }
+}
+
+async fn prepare(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+    let sql: Arc<str> = String::from_utf8_lossy(&payload[1..]).into();
+    s.stmts.next_id = s.stmts.next_id.wrapping_add(1).max(1);
+    let client_id = s.stmts.next_id;
+    let Some(done) = s.forward_as(stream, payload, Some(client_id)).await? else {
+        return Ok(());
+    };
+    if let Some(ok) = done.prepare_ok {
+        s.stmts.by_id.insert(
+            client_id,
+            ClientStmt {
+                sql: sql.clone(),
+                params: ok.num_params,
+                types: None,
+            },
+        );
+        if let Some(lease) = s.lease.as_mut() {
+            remember(lease.conn(), sql, ok.stmt_id).await;
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    s: &mut Session<'_>,
+    stream: &mut ClientStream,
+    payload: &[u8],
+    id: u32,
+    sql: Arc<str>,
+    params: u16,
+    types: Option<Vec<u8>>,
+) -> Result<(), Fatal> {
+    let Some(b) = prepared(s, stream, &sql, true).await? else {
+        return Ok(());
+    };
+    let mut p = payload.to_vec();
+    let _ = rewrite_stmt_id(&mut p, b.id);
+    let mut types_sent = b.types_sent;
+    if params > 0 {
+        match new_params_bound(&p, params) {
+            Ok(true) => {
+                if let Ok(Some(t)) = param_types(&p, params)
+                    && let Some(stmt) = s.stmts.by_id.get_mut(&id)
+                {
+                    stmt.types = Some(t.to_vec());
+                }
+                types_sent = true;
+            }
+            Ok(false) if !b.types_sent => {
+                if let Some(t) = &types
+                    && let Ok(with) = with_param_types(&p, params, t)
+                {
+                    p = with.to_vec();
+                    types_sent = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(lease) = s.lease.as_mut()
+        && let Some(entry) = lease.conn().prepared.get_mut(&sql)
+    {
+        entry.types_sent = types_sent;
+    }
+    s.long_data = false;
+    if let Some(done) = s.forward(stream, &p).await? {
+        s.cursor_open = done.cursor_opened;
+    }
+    Ok(())
+}
+
+async fn forward_with_id(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8], id: u32) -> Result<(), Fatal> {
+    let mut p = payload.to_vec();
+    let _ = rewrite_stmt_id(&mut p, id);
+    if let Some(done) = s.forward(stream, &p).await?
+        && let Some(status) = done.status
+        && status & SERVER_STATUS_LAST_ROW_SENT != 0
+    {
+        s.cursor_open = false;
+    }
+    Ok(())
+}
+
+/// The statement for `sql` on the session's connection (borrowing one if
+/// needed), prepared there now if it is not yet. `Ok(None)`: the client
+/// was sent the error (only when `reply` is set; otherwise it is dropped,
+/// as for commands without replies).
+async fn prepared(
+    s: &mut Session<'_>,
+    stream: &mut ClientStream,
+    sql: &Arc<str>,
+    reply: bool,
+) -> Result<Option<BackendStmt>, Fatal> {
+    let conn = match s.conn().await {
+        Ok(c) => c,
+        Err(e) => {
+            if reply {
+                let err = super::session::my_error(&e);
+                s.error(stream, 1, err, &e.message).await?;
+            }
+            return Ok(None);
+        }
+    };
+    if let Some(b) = conn.prepared.get(sql) {
+        return Ok(Some(*b));
+    }
+    let mut cmd = Vec::with_capacity(sql.len() + 1);
+    cmd.push(COM_STMT_PREPARE);
+    cmd.extend_from_slice(sql.as_bytes());
+    let outcome = prepare_quietly(conn, &cmd).await;
+    match outcome {
+        Ok(Ok(id)) => {
+            remember(conn, sql.clone(), id).await;
+            Ok(conn.prepared.get(sql).copied())
+        }
+        Ok(Err(err_packet)) => {
+            if reply {
+                let seq = 1;
+                super::io::write_packet(stream, seq, &err_packet).await.map_err(|e| {
+                    (
+                        0,
+                        crate::error::ProxyError::new(
+                            crate::error::Condition::ProtocolViolation,
+                            "client write failed",
+                        )
+                        .with_detail(e.to_string()),
+                    )
+                })?;
+            }
+            Ok(None)
+        }
+        Err(detail) => {
+            s.lease = None;
+            let e = crate::error::ProxyError::new(
+                crate::error::Condition::BackendUnavailable,
+                "Lost connection to the database server",
+            )
+            .with_detail(detail);
+            Err((1, e))
+        }
+    }
+}
+
+/// Prepares on `conn` without relaying: the backend id, or the server's
+/// ERR payload; `Err` when the connection failed.
+async fn prepare_quietly(conn: &mut MyConn, cmd: &[u8]) -> Result<Result<u32, Vec<u8>>, String> {
+    conn.send_command(cmd).await.map_err(|e| e.to_string())?;
+    let mut tracker = ResponseTracker::new(ResponseKind::StmtPrepare, false);
+    let mut error = None;
+    loop {
+        let p = conn.read_packet().await.map_err(|e| e.to_string())?;
+        if error.is_none() && is_err(&p.payload) {
+            error = Some(p.payload.to_vec());
+        }
+        match tracker.feed(&p.payload).map_err(|e| e.to_string())? {
+            Step::Done(d) => {
+                return Ok(match (d.prepare_ok, error) {
+                    (Some(ok), _) => Ok(ok.stmt_id),
+                    (None, Some(e)) => Err(e),
+                    (None, None) => {
+                        Err(super::session::err_payload(errors::ER_UNKNOWN_ERROR, "prepare failed").to_vec())
+                    }
+                });
+            }
+            Step::More => {}
+            Step::LocalInfile | Step::AuthContinue => return Err("unexpected reply to a prepare".into()),
+        }
+    }
+}

@@ -1,0 +1,589 @@
+//! The MySQL command loop with transaction pooling: a client holds a
+//! backend connection only while the server reports a transaction open
+//! (SERVER_STATUS_IN_TRANS), while it holds state that cannot move
+//! (pinned, with a recorded reason; LOCK TABLES until UNLOCK; an open
+//! cursor; long data sent for an execute), or for a few commands after an
+//! INSERT so `LAST_INSERT_ID()` still answers. Tracked variables are
+//! replayed on whichever connection serves the client; prepared statements
+//! get proxy-owned ids and are prepared lazily on each backend connection
+//! (see [`super::stmts`]).
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use gatehouse_proto_mysql::consts::*;
+use gatehouse_proto_mysql::errors::{self, MyError};
+use gatehouse_proto_mysql::frame::{self, FrameError};
+use gatehouse_proto_mysql::packets::{EofPacket, OK_HEADER, OkPacket};
+use gatehouse_proto_mysql::response::{Done, ResponseKind, ResponseTracker, Step};
+use gatehouse_sql::mysql::{self as my_sql, Dialect, MyEffect};
+use tokio::io::AsyncWriteExt;
+
+use super::MyEngine;
+use super::backend::MyConn;
+use super::io::{IoError, put_packet, read_packet, write_packet};
+use super::session::err_payload;
+use super::stmts::Statements;
+use super::vars::Vars;
+use crate::config::{EndpointSettings, PoolMode, Tenant};
+use crate::core::Core;
+use crate::engine::stream::ClientStream;
+use crate::error::{Condition, ProxyError};
+use crate::pool::{Lease, Pool, PoolKey, TenantCap};
+
+/// Commands after an INSERT for which the lease is kept, so that
+/// `LAST_INSERT_ID()` (and `ROW_COUNT()`, `SHOW WARNINGS`) read the
+/// connection that ran it.
+pub const LINGER_AFTER_INSERT: u8 = 3;
+
+/// Flush relayed reply packets to the client at this size at the latest.
+const RELAY_FLUSH: usize = 64 * 1024;
+
+/// Collation backend connections are opened with (utf8mb4_general_ci).
+const BACKEND_COLLATION: u8 = 45;
+
+/// What the connection phase hands over.
+pub struct Start<'a> {
+    pub endpoint: &'a EndpointSettings,
+    pub tenant: Arc<Tenant>,
+    pub database: Option<String>,
+    pub caps: u32,
+    pub collation: u8,
+}
+
+/// A client session after login.
+pub struct Session<'a> {
+    pub core: &'a Core<MyEngine>,
+    endpoint: &'a EndpointSettings,
+    pub tenant: Arc<Tenant>,
+    caps: u32,
+    backend: String,
+    pool: Arc<Pool<MyEngine>>,
+    cap: Option<TenantCap>,
+    pub lease: Option<Lease<MyEngine>>,
+    /// Why the session keeps its lease for good, if it does.
+    pinned: Option<&'static str>,
+    /// The lease's connection no longer fits its pool (another database):
+    /// closed instead of returned.
+    discard: bool,
+    locked: bool,
+    pub cursor_open: bool,
+    pub long_data: bool,
+    linger: u8,
+    in_transaction: bool,
+    status: u16,
+    vars: Vars,
+    default_vars: Vars,
+    pub stmts: Statements,
+}
+
+/// Ends the session: (sequence id for the ERR packet, the error).
+pub type Fatal = (u8, ProxyError);
+
+pub async fn run(
+    core: &Core<MyEngine>,
+    stream: &mut ClientStream,
+    mut buf: BytesMut,
+    start: Start<'_>,
+) -> Result<(), Fatal> {
+    let cluster = start.endpoint.cluster.clone();
+    let backend = core
+        .topology
+        .route(&cluster.name, start.endpoint.role)
+        .map_err(|e| (2, e))?;
+    let database = start.database.clone().unwrap_or_default();
+    let pool = pool_for(core, start.endpoint, &start.tenant, &backend, &database);
+    let vars = Vars::for_collation(start.collation, BACKEND_COLLATION);
+    let mut s = Session {
+        core,
+        endpoint: start.endpoint,
+        cap: core.tenant_backend_cap(&start.tenant),
+        tenant: start.tenant,
+        caps: start.caps,
+        backend,
+        pool,
+        lease: None,
+        pinned: None,
+        discard: false,
+        locked: false,
+        cursor_open: false,
+        long_data: false,
+        linger: 0,
+        in_transaction: false,
+        status: SERVER_STATUS_AUTOCOMMIT,
+        default_vars: vars.clone(),
+        vars,
+        stmts: Statements::default(),
+    };
+    if start.endpoint.pool_mode == PoolMode::Session {
+        s.pin("session_mode");
+    }
+    let result = s.serve(stream, &mut buf).await;
+    s.finish().await;
+    result
+}
+
+fn pool_for(
+    core: &Core<MyEngine>,
+    endpoint: &EndpointSettings,
+    tenant: &Tenant,
+    backend: &str,
+    database: &str,
+) -> Arc<Pool<MyEngine>> {
+    let cluster = &endpoint.cluster;
+    let key = PoolKey {
+        cluster: cluster.name.clone(),
+        backend: backend.to_owned(),
+        user: tenant.secret.user.clone(),
+        database: database.to_owned(),
+    };
+    let server_max = core.topology.max_connections(&cluster.name, backend);
+    core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max)
+}
+
+impl Session<'_> {
+    fn pin(&mut self, reason: &'static str) {
+        if self.pinned.is_none() {
+            self.pinned = Some(reason);
+            self.core.stats.record_pin(reason);
+            tracing::info!(tenant = %self.tenant.name, reason, "session pinned to its backend connection");
+        }
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.vars.sql_mode().map_or(Dialect::DEFAULT, Dialect::from_sql_mode)
+    }
+
+    async fn serve(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<(), Fatal> {
+        let max = self.core.settings.proxy.max_message_bytes;
+        let mut shutdown = self.core.shutdown.clone();
+        loop {
+            let idle = self.endpoint.idle_client_timeout.filter(|_| self.lease.is_none());
+            let read = read_packet(stream, buf, max);
+            let packet = tokio::select! {
+                r = read => r,
+                _ = shutdown.wait_for(|s| *s), if self.lease.is_none() => {
+                    return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
+                }
+                _ = sleep_opt(idle) => {
+                    return Err((0, ProxyError::new(Condition::IdleTimeout, "idle client timeout reached")));
+                }
+            };
+            let packet = match packet {
+                Ok(p) => p,
+                Err(IoError::Closed) => return Ok(()),
+                Err(IoError::Frame(FrameError::TooLarge { .. })) => {
+                    return self
+                        .fatal(
+                            stream,
+                            1,
+                            errors::ER_NET_PACKET_TOO_LARGE,
+                            "Got a packet bigger than 'max_allowed_packet' bytes",
+                        )
+                        .await;
+                }
+                Err(e) => {
+                    tracing::info!(error = %e, "client connection failed");
+                    return Ok(());
+                }
+            };
+            if packet.seq != 0 {
+                return self
+                    .fatal(
+                        stream,
+                        packet.last_seq.wrapping_add(1),
+                        errors::ER_NET_PACKETS_OUT_OF_ORDER,
+                        "Got packets out of order",
+                    )
+                    .await;
+            }
+            let Some(&cmd) = packet.payload.first() else {
+                return self
+                    .fatal(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
+                    .await;
+            };
+            let payload = &packet.payload[..];
+            let outcome = match cmd {
+                COM_QUIT => return Ok(()),
+                COM_PING => self.local_ok(stream).await,
+                COM_SET_OPTION => self.set_option(stream, payload).await,
+                COM_INIT_DB => self.init_db(stream, payload).await,
+                COM_QUERY => self.query(stream, payload).await,
+                COM_STMT_PREPARE
+                | COM_STMT_EXECUTE
+                | COM_STMT_SEND_LONG_DATA
+                | COM_STMT_CLOSE
+                | COM_STMT_RESET
+                | COM_STMT_FETCH => super::stmts::command(self, stream, payload).await,
+                COM_RESET_CONNECTION => self.reset_connection(stream).await,
+                COM_FIELD_LIST | COM_STATISTICS => self.forward(stream, payload).await.map(|_| ()),
+                _ => {
+                    self.error(stream, 1, errors::ER_UNKNOWN_COM_ERROR, "Unknown command")
+                        .await
+                }
+            };
+            outcome?;
+            self.settle().await;
+        }
+    }
+
+    /// Gives the lease back unless something holds it.
+    async fn settle(&mut self) {
+        self.linger = self.linger.saturating_sub(1);
+        let keep = self.pinned.is_some()
+            || self.in_transaction
+            || self.locked
+            || self.cursor_open
+            || self.long_data
+            || self.linger > 0;
+        if keep {
+            return;
+        }
+        if let Some(lease) = self.lease.take() {
+            if self.discard {
+                self.discard = false;
+                drop(lease);
+            } else {
+                lease.recycle();
+            }
+        }
+    }
+
+    /// At the end of the session: a connection with state is reset (which
+    /// also rolls back an open transaction) before it serves anyone else.
+    async fn finish(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            if self.discard {
+                drop(lease);
+            } else if self.pinned.is_some() || self.in_transaction || self.locked || self.cursor_open || self.long_data
+            {
+                lease.release().await;
+            } else {
+                lease.recycle();
+            }
+        }
+    }
+
+    /// Borrows a connection if the session has none, and brings its
+    /// tracked variables to the client's.
+    pub async fn conn(&mut self) -> Result<&mut MyConn, ProxyError> {
+        if self.lease.is_none() {
+            self.lease = Some(self.pool.lease_for(self.cap.as_ref()).await?);
+        }
+        let Some(lease) = self.lease.as_mut() else {
+            return Err(ProxyError::new(Condition::Internal, "no backend connection"));
+        };
+        let conn = lease.conn();
+        if let Some(sql) = self.vars.replay_sql(&conn.vars, conn.is_mariadb()) {
+            conn.query(&sql).await?;
+            conn.vars = self.vars.clone();
+        }
+        Ok(conn)
+    }
+
+    /// Sends a command to the backend (borrowing if needed) and relays the
+    /// reply. `Ok(None)`: the client was sent an error instead.
+    pub async fn forward(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<Option<Done>, Fatal> {
+        self.forward_as(stream, payload, None).await
+    }
+
+    /// [`Session::forward`], rewriting a PREPARE_OK's statement id to `client_id`.
+    pub async fn forward_as(
+        &mut self,
+        stream: &mut ClientStream,
+        payload: &[u8],
+        client_id: Option<u32>,
+    ) -> Result<Option<Done>, Fatal> {
+        let kind = ResponseKind::for_command(payload[0]);
+        let conn = match self.conn().await {
+            Ok(c) => c,
+            Err(e) => {
+                self.core.stats.record_error(&e);
+                let err = super::session::my_error(&e);
+                self.error(stream, 1, err, &e.message).await?;
+                return Ok(None);
+            }
+        };
+        let sent = conn.send_command(payload).await;
+        let done = match sent {
+            Ok(()) => relay(conn, stream, kind, client_id).await,
+            Err(e) => Err(Relay::Backend(e.to_string(), false)),
+        };
+        match done {
+            Ok(d) => {
+                if let Some(status) = d.status {
+                    self.status = status;
+                    self.in_transaction = status & SERVER_STATUS_IN_TRANS != 0;
+                }
+                Ok(Some(d))
+            }
+            Err(Relay::Client(e)) => {
+                // The client is gone: a connection mid-reply cannot be reused.
+                self.lease = None;
+                Err((
+                    0,
+                    ProxyError::new(Condition::ProtocolViolation, "client write failed").with_detail(e),
+                ))
+            }
+            Err(Relay::Backend(detail, replied)) => {
+                self.lease = None;
+                let e = ProxyError::new(Condition::BackendUnavailable, "Lost connection to the database server")
+                    .with_detail(detail);
+                if replied {
+                    return Err((0, e));
+                }
+                Err((1, e))
+            }
+        }
+    }
+
+    async fn query(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+        let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
+            self.pin("unrecognized");
+            return self.forward(stream, payload).await.map(|_| ());
+        };
+        let dialect = self.dialect();
+        let statements = my_sql::split_statements(sql, dialect);
+        if statements.len() > 1 && self.caps & CLIENT_MULTI_STATEMENTS == 0 {
+            let msg = "You have an error in your SQL syntax: multiple statements need CLIENT_MULTI_STATEMENTS";
+            return self.error(stream, 1, ER_PARSE_ERROR, msg).await;
+        }
+        let tracked: Vec<&str> = self.endpoint.pinning_filter.iter().map(String::as_str).collect();
+        let mut changes = Vec::new();
+        let mut switch_to = None;
+        let mut unlocks = false;
+        for stmt in &statements {
+            match my_sql::classify_with(stmt, dialect, &tracked) {
+                MyEffect::LoadDataLocal => {
+                    let msg = "LOAD DATA LOCAL INFILE is disabled by the proxy";
+                    return self.error(stream, 1, errors::ER_NOT_ALLOWED_COMMAND, msg).await;
+                }
+                MyEffect::Use(db) => {
+                    if !self.tenant.may_use(&db) {
+                        return self.deny_database(stream, &db).await;
+                    }
+                    switch_to = Some(db);
+                }
+                MyEffect::Set(c) => changes.extend(c),
+                MyEffect::Pin(reason) => self.pin(reason.code()),
+                MyEffect::LockTables => {
+                    if !self.locked {
+                        self.core.stats.record_pin("lock_tables");
+                    }
+                    self.locked = true;
+                }
+                MyEffect::UnlockTables => unlocks = true,
+                MyEffect::Plain(info) if info.inserts => self.linger = LINGER_AFTER_INSERT + 1,
+                _ => {}
+            }
+        }
+        if let Some(db) = &switch_to {
+            self.use_database(db, statements.len() == 1);
+        }
+        let Some(done) = self.forward(stream, payload).await? else {
+            return Ok(());
+        };
+        if done.error.is_none() {
+            for c in &changes {
+                self.vars.apply(c);
+            }
+            if let Some(lease) = self.lease.as_mut() {
+                lease.conn().vars = self.vars.clone();
+            }
+            if unlocks {
+                self.locked = false;
+            }
+        } else if statements.len() > 1 && !changes.is_empty() {
+            // Some of the SETs may have run: the connection's state is unknown.
+            self.pin("unrecognized");
+        }
+        Ok(())
+    }
+
+    /// Moves later transactions to `db`'s pool when nothing holds the
+    /// current connection; otherwise the session stays on it (pinned) and
+    /// the connection is closed at the end instead of reused.
+    fn use_database(&mut self, db: &str, alone: bool) {
+        let free = alone && self.lease.is_none() && self.pinned.is_none();
+        if free {
+            self.pool = pool_for(self.core, self.endpoint, &self.tenant, &self.backend, db);
+        } else if self.pool.key().database != db {
+            self.pin("database_changed");
+            self.discard = true;
+        }
+    }
+
+    async fn init_db(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+        let db = String::from_utf8_lossy(&payload[1..]).into_owned();
+        if !self.tenant.may_use(&db) {
+            return self.deny_database(stream, &db).await;
+        }
+        self.use_database(&db, true);
+        self.forward(stream, payload).await.map(|_| ())
+    }
+
+    async fn deny_database(&mut self, stream: &mut ClientStream, db: &str) -> Result<(), Fatal> {
+        let msg = format!("Access denied for user '{}' to database '{db}'", self.tenant.name);
+        self.error(stream, 1, errors::ER_DBACCESS_DENIED_ERROR, &msg).await
+    }
+
+    async fn reset_connection(&mut self, stream: &mut ClientStream) -> Result<(), Fatal> {
+        if let Some(lease) = self.lease.take() {
+            if self.discard {
+                drop(lease);
+            } else {
+                lease.release().await;
+            }
+        }
+        self.discard = false;
+        self.pinned = None;
+        if self.endpoint.pool_mode == PoolMode::Session {
+            self.pin("session_mode");
+        }
+        self.locked = false;
+        self.cursor_open = false;
+        self.long_data = false;
+        self.linger = 0;
+        self.in_transaction = false;
+        self.vars = self.default_vars.clone();
+        self.stmts = Statements::default();
+        self.status = SERVER_STATUS_AUTOCOMMIT;
+        self.local_ok(stream).await
+    }
+
+    async fn set_option(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+        match payload.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]])) {
+            Some(0) => self.caps |= CLIENT_MULTI_STATEMENTS,
+            Some(1) => self.caps &= !CLIENT_MULTI_STATEMENTS,
+            _ => {
+                return self
+                    .error(stream, 1, errors::ER_UNKNOWN_COM_ERROR, "Unknown command")
+                    .await;
+            }
+        }
+        let mut out = BytesMut::new();
+        EofPacket {
+            warnings: 0,
+            status: self.status,
+        }
+        .encode(&mut out);
+        self.send(stream, 1, &out).await
+    }
+
+    /// An OK packet answered by the proxy itself.
+    pub async fn local_ok(&mut self, stream: &mut ClientStream) -> Result<(), Fatal> {
+        let mut out = BytesMut::new();
+        OkPacket {
+            status: self.status,
+            ..OkPacket::default()
+        }
+        .encode(&mut out, self.caps, OK_HEADER);
+        self.send(stream, 1, &out).await
+    }
+
+    async fn send(&mut self, stream: &mut ClientStream, seq: u8, payload: &[u8]) -> Result<(), Fatal> {
+        write_packet(stream, seq, payload).await.map(|_| ()).map_err(|e| {
+            (
+                0,
+                ProxyError::new(Condition::ProtocolViolation, "client write failed").with_detail(e.to_string()),
+            )
+        })
+    }
+
+    /// An error that leaves the session open.
+    pub async fn error(
+        &mut self,
+        stream: &mut ClientStream,
+        seq: u8,
+        err: MyError,
+        message: &str,
+    ) -> Result<(), Fatal> {
+        self.send(stream, seq, &err_payload(err, message)).await
+    }
+
+    /// An error that ends the session.
+    async fn fatal(&mut self, stream: &mut ClientStream, seq: u8, err: MyError, message: &str) -> Result<(), Fatal> {
+        let e = ProxyError::new(Condition::ProtocolViolation, message);
+        self.core.stats.record_error(&e);
+        tracing::info!(tenant = %self.tenant.name, error = message, "client session ended with an error");
+        let _ = self.send(stream, seq, &err_payload(err, message)).await;
+        Ok(())
+    }
+}
+
+/// ER_PARSE_ERROR (1064, 42000): what the server answers a multi-statement
+/// query from a client without CLIENT_MULTI_STATEMENTS.
+const ER_PARSE_ERROR: MyError = MyError {
+    code: 1064,
+    sqlstate: "42000",
+    name: "ER_PARSE_ERROR",
+};
+
+async fn sleep_opt(d: Option<std::time::Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Why relaying a reply stopped.
+pub enum Relay {
+    /// Writing to the client failed.
+    Client(String),
+    /// The backend failed; whether part of the reply reached the client.
+    Backend(String, bool),
+}
+
+/// Relays the reply to one command from `conn` to the client, packet by
+/// packet (flushed in batches), until the reply is complete.
+pub async fn relay(
+    conn: &mut MyConn,
+    stream: &mut ClientStream,
+    kind: ResponseKind,
+    client_id: Option<u32>,
+) -> Result<Done, Relay> {
+    let mut tracker = ResponseTracker::new(kind, false);
+    let mut out = BytesMut::new();
+    let mut replied = false;
+    let mut first = true;
+    loop {
+        let p = conn
+            .read_packet()
+            .await
+            .map_err(|e| Relay::Backend(e.to_string(), replied))?;
+        let step = tracker
+            .feed(&p.payload)
+            .map_err(|e| Relay::Backend(format!("unexpected reply: {e}"), replied))?;
+        match client_id {
+            Some(id) if first && kind == ResponseKind::StmtPrepare && p.payload.first() == Some(&OK_HEADER) => {
+                let mut payload = p.payload.to_vec();
+                let _ = gatehouse_proto_mysql::prepare::rewrite_prepare_ok_id(&mut payload, id);
+                put_packet(&mut out, p.seq, &payload);
+            }
+            _ => {
+                put_packet(&mut out, p.seq, &p.payload);
+            }
+        }
+        first = false;
+        let done = match step {
+            Step::Done(d) => Some(d),
+            Step::More => None,
+            Step::LocalInfile | Step::AuthContinue => {
+                return Err(Relay::Backend(
+                    "the server asked for a client exchange the proxy does not relay".into(),
+                    replied,
+                ));
+            }
+        };
+        let more_buffered =
+            frame::peek_header(&conn.rbuf).is_some_and(|(len, _)| conn.rbuf.len() >= len + frame::HEADER_LEN);
+        if done.is_some() || out.len() >= RELAY_FLUSH || !more_buffered {
+            stream.write_all(&out).await.map_err(|e| Relay::Client(e.to_string()))?;
+            out.clear();
+            replied = true;
+        }
+        if let Some(d) = done {
+            return Ok(d);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Tracked session variables of a MySQL session: what the client has set
+//! (from the classifier's [`VarChange`]s and its handshake collation), and
+//! the one `SET SESSION ...` statement that turns whatever a backend
+//! connection has into what the client expects. Values are kept as the
+//! client wrote them and replayed verbatim; `DEFAULT` undoes a variable.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use gatehouse_sql::mysql::VarChange;
+
+/// Pseudo-variable for `SET NAMES charset [COLLATE collation]`.
+const NAMES: &str = "names";
+/// Pseudo-variable for `SET CHARACTER SET charset`.
+const CHARACTER_SET: &str = "character set";
+
+/// Variables set on a session or a connection: name → value text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vars(BTreeMap<String, String>);
+
+impl Vars {
+    /// The state of a fresh connection: nothing set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The variables a client's handshake collation implies (`SET NAMES`),
+    /// or nothing when it is the collation backend connections use.
+    pub fn for_collation(id: u8, backend_default: u8) -> Self {
+        let mut v = Self::new();
+        if id != backend_default
+            && let Some((charset, collation)) = collation_name(id)
+        {
+            v.0.insert(NAMES.into(), format!("{charset} COLLATE {collation}"));
+        }
+        v
+    }
+
+    /// The `sql_mode` the client set, if it set one.
+    pub fn sql_mode(&self) -> Option<&str> {
+        self.0.get("sql_mode").map(String::as_str)
+    }
+
+    /// Records one change the client made.
+    pub fn apply(&mut self, change: &VarChange) {
+        match change {
+            VarChange::Set { name, value } => {
+                self.0.insert(name.to_ascii_lowercase(), value.clone());
+            }
+            VarChange::Reset { name } => {
+                self.0.remove(&name.to_ascii_lowercase());
+            }
+            VarChange::Names { charset, collation } => {
+                self.0.remove(CHARACTER_SET);
+                if charset.eq_ignore_ascii_case("default") {
+                    self.0.remove(NAMES);
+                } else {
+                    let value = match collation {
+                        Some(c) => format!("{charset} COLLATE {c}"),
+                        None => charset.clone(),
+                    };
+                    self.0.insert(NAMES.into(), value);
+                }
+            }
+            VarChange::CharacterSet { charset } => {
+                if charset.eq_ignore_ascii_case("default") {
+                    self.0.remove(CHARACTER_SET);
+                } else {
+                    self.0.insert(CHARACTER_SET.into(), charset.clone());
+                }
+            }
+        }
+    }
+
+    /// The statement that makes a connection holding `have` hold `self`,
+    /// or `None` when they agree. `mariadb`: the server names the
+    /// transaction variables `tx_isolation` / `tx_read_only` (before 11.1).
+    pub fn replay_sql(&self, have: &Vars, mariadb: bool) -> Option<String> {
+        if self == have {
+            return None;
+        }
+        let mut parts: Vec<String> = Vec::new();
+        // Charset statements first: they reset collation variables that
+        // explicit assignments may then override.
+        for pseudo in [NAMES, CHARACTER_SET] {
+            match (self.0.get(pseudo), have.0.get(pseudo)) {
+                (Some(w), h) if h != Some(w) => parts.push(format!("{} {w}", pseudo.to_ascii_uppercase())),
+                (None, Some(_)) => parts.push(format!("{} DEFAULT", pseudo.to_ascii_uppercase())),
+                _ => {}
+            }
+        }
+        let name = |n: &str| -> String {
+            match (mariadb, n) {
+                (true, "transaction_isolation") => "tx_isolation".into(),
+                (true, "transaction_read_only") => "tx_read_only".into(),
+                _ => n.to_owned(),
+            }
+        };
+        let mut assignments = String::new();
+        let mut add = |n: &str, v: &str| {
+            if !assignments.is_empty() {
+                assignments.push_str(", ");
+            }
+            let _ = write!(assignments, "SESSION {} = {v}", name(n));
+        };
+        for (n, v) in &self.0 {
+            if n != NAMES && n != CHARACTER_SET && have.0.get(n) != Some(v) {
+                add(n, v);
+            }
+        }
+        for n in have.0.keys() {
+            if n != NAMES && n != CHARACTER_SET && !self.0.contains_key(n) {
+                add(n, "DEFAULT");
+            }
+        }
+        let mut sql = String::new();
+        for p in parts {
+            let _ = write!(sql, "SET {p}; ");
+        }
+        if !assignments.is_empty() {
+            let _ = write!(sql, "SET {assignments}");
+        }
+        Some(sql.trim_end_matches([' ', ';']).to_owned())
+    }
+}
+
+/// Character set and collation names of common collation ids (MySQL
+/// `information_schema.COLLATIONS`), for clients whose handshake asks for
+/// another collation than the backend connections use.
+fn collation_name(id: u8) -> Option<(&'static str, &'static str)> {
+    Some(match id {
+        8 => ("latin1", "latin1_swedish_ci"),
+        11 => ("ascii", "ascii_general_ci"),
+        33 => ("utf8mb3", "utf8mb3_general_ci"),
+        45 => ("utf8mb4", "utf8mb4_general_ci"),
+        46 => ("utf8mb4", "utf8mb4_bin"),
+        47 => ("latin1", "latin1_bin"),
+        63 => ("binary", "binary"),
+        83 => ("utf8mb3", "utf8mb3_bin"),
+        192 => ("utf8mb3", "utf8mb3_unicode_ci"),
+        224 => ("utf8mb4", "utf8mb4_unicode_ci"),
+        // MySQL 8's default; MariaDB lacks it and its clients fall back.
+        255 => ("utf8mb4", "utf8mb4_general_ci"),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(name: &str, value: &str) -> VarChange {
+        VarChange::Set {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn replay_sets_differences_and_defaults_the_rest() {
+        let mut want = Vars::new();
+        want.apply(&set("sql_mode", "'ANSI'"));
+        want.apply(&set("time_zone", "'+02:00'"));
+        let mut have = Vars::new();
+        have.apply(&set("time_zone", "'+02:00'"));
+        have.apply(&set("autocommit", "0"));
+        assert_eq!(
+            want.replay_sql(&have, true).as_deref(),
+            Some("SET SESSION sql_mode = 'ANSI', SESSION autocommit = DEFAULT")
+        );
+        assert_eq!(want.replay_sql(&want.clone(), true), None);
+    }
+
+    #[test]
+    fn names_and_transaction_variables() {
+        let mut want = Vars::new();
+        want.apply(&VarChange::Names {
+            charset: "latin1".into(),
+            collation: None,
+        });
+        want.apply(&set("transaction_isolation", "'READ-COMMITTED'"));
+        assert_eq!(
+            want.replay_sql(&Vars::new(), true).as_deref(),
+            Some("SET NAMES latin1; SET SESSION tx_isolation = 'READ-COMMITTED'")
+        );
+        assert_eq!(
+            Vars::new().replay_sql(&want, false).as_deref(),
+            Some("SET NAMES DEFAULT; SET SESSION transaction_isolation = DEFAULT")
+        );
+        let mut reset = want.clone();
+        reset.apply(&VarChange::Reset {
+            name: "transaction_isolation".into(),
+        });
+        reset.apply(&VarChange::Names {
+            charset: "DEFAULT".into(),
+            collation: None,
+        });
+        assert_eq!(reset, Vars::new());
+    }
+
+    #[test]
+    fn handshake_collation() {
+        assert_eq!(Vars::for_collation(45, 45), Vars::new());
+        let latin = Vars::for_collation(8, 45);
+        assert_eq!(
+            latin.replay_sql(&Vars::new(), true).as_deref(),
+            Some("SET NAMES latin1 COLLATE latin1_swedish_ci")
+        );
+    }
+}

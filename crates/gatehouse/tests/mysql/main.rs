@@ -1,0 +1,276 @@
+//! MySQL/MariaDB engine tests against one real MariaDB cluster (a primary
+//! and a binlog replica from the test kit) and one in-process proxy in
+//! front of it, with real clients (mysql_async, the `mysql` command-line
+//! client, sysbench). Each case is a libtest-mimic trial sharing the cluster.
+
+mod auth;
+mod queries;
+mod txn;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use gatehouse_proto_mysql::auth::native_password;
+use gatehouse_testkit::{Cluster, Options};
+use libtest_mimic::{Arguments, Failed, Trial};
+use tokio::runtime::Runtime;
+
+/// Everything a case needs: the runtime, the proxy's endpoints, the cluster.
+pub struct Ctx {
+    pub rt: Runtime,
+    pub cluster: Cluster,
+    pub dir: PathBuf,
+    pub endpoints: Vec<(String, SocketAddr)>,
+    pub core: Arc<gatehouse::core::Core<gatehouse::engine::mysql::MyEngine>>,
+    shutdown: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Ctx {
+    pub fn addr(&self, endpoint: &str) -> SocketAddr {
+        self.endpoints
+            .iter()
+            .find(|(n, _)| n == endpoint)
+            .map(|(_, a)| *a)
+            .unwrap_or_else(|| panic!("{endpoint}"))
+    }
+
+    /// mysql_async options for `endpoint` (no TLS).
+    pub fn opts(&self, endpoint: &str, user: &str, password: &str, db: Option<&str>) -> mysql_async::Opts {
+        let a = self.addr(endpoint);
+        mysql_async::OptsBuilder::default()
+            .ip_or_hostname(a.ip().to_string())
+            .tcp_port(a.port())
+            .user(Some(user))
+            .pass(Some(password))
+            .db_name(db)
+            .prefer_socket(false)
+            .into()
+    }
+
+    /// Connects with mysql_async.
+    pub async fn conn(&self, endpoint: &str, user: &str, password: &str, db: &str) -> Result<mysql_async::Conn> {
+        Ok(mysql_async::Conn::new(self.opts(endpoint, user, password, Some(db))).await?)
+    }
+
+    /// mysql_async options straight to the primary, as the backend owner.
+    pub fn direct_opts(&self, db: &str) -> Result<mysql_async::Opts> {
+        let p = self.cluster.mysql_primary().context("no primary")?;
+        Ok(mysql_async::OptsBuilder::default()
+            .ip_or_hostname(p.host.clone())
+            .tcp_port(p.port)
+            .user(Some("app_owner"))
+            .pass(Some(OWNER_PW))
+            .db_name(Some(db))
+            .prefer_socket(false)
+            .into())
+    }
+}
+
+pub const OWNER_PW: &str = "owner-pw";
+
+/// Tenants: (name, password, databases).
+pub const TENANTS: &[(&str, &str, &str)] = &[
+    ("alice", "alice-pw", "\"app1\""),
+    ("bob", "bob-pw", "\"app2\""),
+    ("multi", "multi-pw", "\"app1\", \"app2\""),
+];
+
+fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
+    let primary = cluster.mysql_primary().context("no primary")?;
+    let backends: Vec<String> = std::iter::once(primary)
+        .chain(cluster.mysql_replicas())
+        .map(|s| format!("\"{}:{}\"", s.host, s.port))
+        .collect();
+    let backends = backends.join(", ");
+    let mut text = format!(
+        r#"
+[proxy]
+login_timeout = "2s"
+client_message_timeout = "2s"
+max_message_bytes = 1048576
+log_filter = "warn"
+auth_failures_per_minute_per_address = 1000
+auth_failures_per_minute_per_user = 50
+
+[[clusters]]
+name = "my"
+engine = "mysql"
+backends = [{backends}]
+monitor_secret = "superuser"
+health_check_interval = "1s"
+pool = {{ size = 10, borrow_timeout = "3s" }}
+
+[[clusters]]
+name = "mysmall"
+engine = "mysql"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 4, borrow_timeout = "10s" }}
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+tls = {{ cert = "{d}/server.pem", key = "{d}/server.key" }}
+
+[[endpoints]]
+name = "ro"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_only"
+
+[[endpoints]]
+name = "small"
+listen = "127.0.0.1:0"
+cluster = "mysmall"
+role = "read_write"
+
+[[endpoints]]
+name = "sess"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+pool_mode = "session"
+
+[[secrets]]
+name = "superuser"
+user = "{su}"
+password = "{su_pw}"
+
+[[secrets]]
+name = "owner"
+user = "app_owner"
+password = "{OWNER_PW}"
+"#,
+        d = dir.display(),
+        su = cluster.mysql_user(),
+        su_pw = cluster.mysql_password(),
+    );
+    for (name, pw, dbs) in TENANTS {
+        let hash = native_password::format_stored(&native_password::stored_hash(pw.as_bytes()));
+        text.push_str(&format!(
+            "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"owner\"\nmysql_native_password = \"{hash}\"\n"
+        ));
+    }
+    Ok(text)
+}
+
+fn tls_files(dir: &Path) -> Result<()> {
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
+    params.distinguished_name.push(DnType::CommonName, "localhost");
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    std::fs::write(dir.join("server.pem"), cert.pem())?;
+    std::fs::write(dir.join("server.key"), key.serialize_pem())?;
+    Ok(())
+}
+
+fn prepare_cluster(cluster: &Cluster) -> Result<()> {
+    let p = cluster.mysql_primary().context("no primary")?.name.clone();
+    cluster.mysql_sql(
+        &p,
+        &format!(
+            "CREATE USER 'app_owner'@'%' IDENTIFIED BY '{OWNER_PW}'; \
+             CREATE DATABASE app1; CREATE DATABASE app2; CREATE DATABASE other; \
+             GRANT ALL ON app1.* TO 'app_owner'@'%'; GRANT ALL ON app2.* TO 'app_owner'@'%'; \
+             GRANT ALL ON other.* TO 'app_owner'@'%'; \
+             CREATE TABLE app1.t (id INT PRIMARY KEY, v VARCHAR(64)); \
+             INSERT INTO app1.t VALUES (1, 'one'), (2, 'two'), (3, 'three');"
+        ),
+    )?;
+    Ok(())
+}
+
+fn setup() -> Result<Arc<Ctx>> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "off".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+    let dir = std::env::temp_dir().join(format!("gatehouse-mysql-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let opts = Options {
+        pg: false,
+        mysql: true,
+        mysql_replicas: 1,
+        mysql_max_connections: 300,
+        ..Options::default()
+    };
+    let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
+    prepare_cluster(&cluster)?;
+    tls_files(&dir)?;
+    let text = config_text(&cluster, &dir)?;
+    std::fs::write(dir.join("gatehouse.toml"), &text)?;
+    let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (endpoints, core) = rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let endpoints = ["rw", "ro", "small", "sess"]
+            .iter()
+            .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
+            .collect::<Vec<_>>();
+        let core = app.mysql_core();
+        tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        anyhow::Ok((endpoints, core))
+    })?;
+    Ok(Arc::new(Ctx {
+        rt,
+        cluster,
+        dir,
+        endpoints,
+        core,
+        shutdown: std::sync::Mutex::new(Some(tx)),
+    }))
+}
+
+type Case = fn(&Ctx) -> Result<()>;
+
+fn main() -> std::process::ExitCode {
+    let args = Arguments::from_args();
+    let mut cases: Vec<(&'static str, Case)> = Vec::new();
+    cases.extend(auth::cases());
+    cases.extend(queries::cases());
+    cases.extend(txn::cases());
+    let ctx = if args.list {
+        None
+    } else {
+        match setup() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("test setup failed: {e:#}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    };
+    let trials = cases
+        .into_iter()
+        .map(|(name, case)| {
+            let ctx = ctx.clone();
+            Trial::test(name, move || match &ctx {
+                Some(ctx) => case(ctx).map_err(|e| Failed::from(format!("{e:#}"))),
+                None => Ok(()),
+            })
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(ctx) = ctx {
+        if let Some(tx) = ctx.shutdown.lock().ok().and_then(|mut s| s.take()) {
+            let _ = tx.send(());
+        }
+        let dir = ctx.dir.clone();
+        drop(ctx); // stops the cluster
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    conclusion.exit_code()
+}

@@ -1,0 +1,147 @@
+//! Commands through the proxy: multiple result sets, USE / COM_INIT_DB
+//! limited to the tenant's databases, LOAD DATA LOCAL refused, the
+//! read-only endpoint on the replica, and bad input answered with the
+//! proper error number while the proxy keeps serving others.
+
+use anyhow::{Result, ensure};
+use mysql_async::prelude::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::Ctx;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        ("queries::multiple_result_sets", multi_results),
+        ("queries::use_and_init_db_only_own_databases", use_database),
+        ("queries::load_data_local_is_refused", load_data_local),
+        ("queries::read_only_endpoint_reaches_the_replica", read_only),
+        ("queries::bad_packets_get_error_numbers", bad_packets),
+    ]
+}
+
+fn multi_results(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let mut result = c
+            .query_iter("SELECT 1; SELECT id FROM t ORDER BY id; SELECT 'x'")
+            .await?;
+        let first: Vec<i64> = result.collect().await?;
+        let second: Vec<i64> = result.collect().await?;
+        let third: Vec<String> = result.collect().await?;
+        drop(result);
+        ensure!(first == vec![1] && second == vec![1, 2, 3] && third == vec!["x".to_owned()]);
+        Ok(())
+    })
+}
+
+fn server_code(e: &mysql_async::Error) -> Option<u16> {
+    match e {
+        mysql_async::Error::Server(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+fn use_database(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("rw", "multi", "multi-pw", "app1").await?;
+        c.query_drop("USE app2").await?;
+        let db: Option<String> = c.query_first("SELECT DATABASE()").await?;
+        ensure!(db.as_deref() == Some("app2"), "{db:?}");
+        let e = c.query_drop("USE other").await.err();
+        ensure!(e.as_ref().and_then(server_code) == Some(1044), "{e:?}");
+        // Still usable afterwards.
+        let one: Option<i64> = c.query_first("SELECT 1").await?;
+        ensure!(one == Some(1));
+        Ok(())
+    })?;
+    // COM_INIT_DB: the `mysql` client's `use` command sends it.
+    let a = ctx.addr("rw");
+    let cli = |script: &str| {
+        std::process::Command::new("mysql")
+            .args([
+                "--no-defaults",
+                "--skip-ssl",
+                "-h",
+                &a.ip().to_string(),
+                "-P",
+                &a.port().to_string(),
+            ])
+            .args(["-u", "multi", "-pmulti-pw", "-N", "-B", "app1", "-e", script])
+            .output()
+    };
+    let out = cli("use app2\nSELECT DATABASE()")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success() && stdout.trim() == "app2",
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cli("use mysql\nSELECT DATABASE()")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success() && stderr.contains("1044"), "{stderr}");
+    Ok(())
+}
+
+fn load_data_local(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let e = c
+            .query_drop("LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE t")
+            .await
+            .err();
+        ensure!(e.as_ref().and_then(server_code) == Some(1148), "{e:?}");
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await?;
+        ensure!(n == Some(3), "{n:?}");
+        Ok(())
+    })
+}
+
+fn read_only(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("ro", "alice", "alice-pw", "app1").await?;
+        let ro: Option<i64> = c.query_first("SELECT @@read_only").await?;
+        ensure!(ro == Some(1), "{ro:?}");
+        let mut w = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let rw: Option<i64> = w.query_first("SELECT @@read_only").await?;
+        ensure!(rw == Some(0), "{rw:?}");
+        Ok(())
+    })
+}
+
+/// Reads one packet's payload from a raw socket.
+async fn read_raw(s: &mut tokio::net::TcpStream) -> Result<Vec<u8>> {
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).await?;
+    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    let mut p = vec![0u8; len];
+    s.read_exact(&mut p).await?;
+    Ok(p)
+}
+
+fn err_code(p: &[u8]) -> Option<u16> {
+    (p.first() == Some(&0xFF) && p.len() >= 3).then(|| u16::from_le_bytes([p[1], p[2]]))
+}
+
+fn bad_packets(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let a = ctx.addr("rw");
+        // A handshake response that is garbage: ER_HANDSHAKE_ERROR.
+        let mut s = tokio::net::TcpStream::connect(a).await?;
+        let greeting = read_raw(&mut s).await?;
+        ensure!(<[u8]>::first(&greeting) == Some(&10), "not a v10 greeting");
+        s.write_all(&[3, 0, 0, 1, 0xde, 0xad, 0xbe]).await?;
+        let p = read_raw(&mut s).await?;
+        ensure!(err_code(&p) == Some(1043), "{p:?}");
+        // A packet announced larger than allowed: ER_NET_PACKET_TOO_LARGE.
+        let mut s = tokio::net::TcpStream::connect(a).await?;
+        read_raw(&mut s).await?;
+        s.write_all(&[0xff, 0xff, 0xff, 1]).await?;
+        let p = read_raw(&mut s).await?;
+        ensure!(err_code(&p) == Some(1043) || err_code(&p) == Some(1153), "{p:?}");
+        // Others are unaffected.
+        let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let one: Option<i64> = c.query_first("SELECT 1").await?;
+        ensure!(one == Some(1));
+        Ok(())
+    })
+}

@@ -1,0 +1,292 @@
+//! Transaction pooling with real clients: many clients on a small pool,
+//! tracked variables that follow the client and never leak, each pinning
+//! reason recorded (with its state kept), prepared statements reused across
+//! transactions on whichever connection serves them, LAST_INSERT_ID() after
+//! an INSERT, and sysbench oltp_read_write with more threads than
+//! connections.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, Result, ensure};
+use mysql_async::prelude::*;
+
+use crate::Ctx;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        ("txn::many_clients_share_a_small_pool", many_clients),
+        ("txn::tracked_variables_follow_the_client", tracked_variables),
+        ("txn::pinning_reasons_are_recorded", pinning),
+        ("txn::prepared_statements_across_transactions", prepared),
+        ("txn::last_insert_id_after_insert", last_insert_id),
+        ("txn::sysbench_oltp_read_write_small_pool", sysbench),
+    ]
+}
+
+/// Backend connections the small cluster's pool for app2 holds now.
+fn small_pool_connections(ctx: &Ctx) -> usize {
+    ctx.core
+        .pools
+        .all()
+        .iter()
+        .filter(|p| p.key().cluster == "mysmall" && p.key().database == "app2")
+        .map(|p| p.idle_count() + p.leased_count())
+        .sum()
+}
+
+fn many_clients(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut setup = ctx.conn("small", "bob", "bob-pw", "app2").await?;
+        setup
+            .query_drop("CREATE TABLE IF NOT EXISTS many (id INT AUTO_INCREMENT PRIMARY KEY, client INT)")
+            .await?;
+        let errors = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for client in 0..40 {
+            let opts = ctx.opts("small", "bob", "bob-pw", Some("app2"));
+            let errors = errors.clone();
+            tasks.push(tokio::spawn(async move {
+                let run = async {
+                    let mut c = mysql_async::Conn::new(opts).await?;
+                    for _ in 0..10 {
+                        c.query_drop("BEGIN").await?;
+                        c.query_drop(format!("INSERT INTO many (client) VALUES ({client})"))
+                            .await?;
+                        c.query_drop("COMMIT").await?;
+                    }
+                    c.disconnect().await?;
+                    anyhow::Ok(())
+                };
+                if let Err(e) = run.await {
+                    eprintln!("client {client}: {e:#}");
+                    errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }));
+        }
+        for t in tasks {
+            t.await?;
+        }
+        ensure!(errors.load(Ordering::Relaxed) == 0, "clients failed");
+        let n: Option<i64> = setup.query_first("SELECT COUNT(*) FROM many").await?;
+        ensure!(n == Some(400), "{n:?} rows");
+        ensure!(
+            small_pool_connections(ctx) <= 4,
+            "{} connections",
+            small_pool_connections(ctx)
+        );
+        Ok(())
+    })
+}
+
+fn tracked_variables(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut a = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+        let defaults: Option<(String, String)> = a.query_first("SELECT @@sql_mode, @@time_zone").await?;
+        let defaults = defaults.context("no row")?;
+        a.query_drop("SET sql_mode = 'ANSI_QUOTES', time_zone = '+05:00'")
+            .await?;
+        a.query_drop("SET SESSION group_concat_max_len = 777").await?;
+        for round in 0..10 {
+            // Other clients run on the same four connections in between.
+            let mut others = Vec::new();
+            for _ in 0..6 {
+                let opts = ctx.opts("small", "alice", "alice-pw", Some("app1"));
+                others.push(tokio::spawn(async move {
+                    let mut c = mysql_async::Conn::new(opts).await?;
+                    let seen: Option<(String, String, u64)> = c
+                        .query_first("SELECT @@sql_mode, @@time_zone, @@group_concat_max_len")
+                        .await?;
+                    c.disconnect().await?;
+                    anyhow::Ok(seen)
+                }));
+            }
+            for o in others {
+                let seen = o.await??.context("no row")?;
+                ensure!(
+                    (seen.0.as_str(), seen.1.as_str()) == (defaults.0.as_str(), defaults.1.as_str()) && seen.2 != 777,
+                    "round {round}: another client saw {seen:?}"
+                );
+            }
+            let mine: Option<(String, String, u64)> = a
+                .query_first("SELECT @@sql_mode, @@time_zone, @@group_concat_max_len")
+                .await?;
+            ensure!(
+                mine == Some(("ANSI_QUOTES".into(), "+05:00".into(), 777)),
+                "round {round}: {mine:?}"
+            );
+        }
+        // ANSI_QUOTES is in force: "t" is an identifier.
+        let n: Option<i64> = a.query_first("SELECT COUNT(*) FROM \"t\"").await?;
+        ensure!(n == Some(3));
+        a.query_drop("SET sql_mode = DEFAULT, time_zone = DEFAULT").await?;
+        let back: Option<(String, String)> = a.query_first("SELECT @@sql_mode, @@time_zone").await?;
+        ensure!(back == Some(defaults), "{back:?}");
+        Ok(())
+    })
+}
+
+fn pinning(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        for (setup, check, reason) in [
+            ("SET @x = 41", "SELECT @x + 1", "user_variable"),
+            (
+                "CREATE TEMPORARY TABLE tt (a INT)",
+                "SELECT COUNT(*) + 42 FROM tt",
+                "temporary_table",
+            ),
+            (
+                "DO GET_LOCK('gh_lock', 1)",
+                "SELECT (IS_USED_LOCK('gh_lock') = CONNECTION_ID()) + 41",
+                "get_lock",
+            ),
+            ("PREPARE s FROM 'SELECT 42'", "EXECUTE s", "prepare"),
+            (
+                "SELECT SQL_CALC_FOUND_ROWS id FROM t LIMIT 1",
+                "SELECT FOUND_ROWS() + 39",
+                "found_rows",
+            ),
+            ("LOCK TABLES t READ", "SELECT COUNT(*) + 39 FROM t", "lock_tables"),
+        ] {
+            let before = ctx.core.stats.pins().get(reason).copied().unwrap_or(0);
+            let mut c = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+            c.query_drop(setup).await?;
+            // Other clients churn through the pool meanwhile.
+            for _ in 0..6 {
+                let mut o = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+                o.query_drop("SELECT 1").await?;
+                o.disconnect().await?;
+            }
+            let v: Option<i64> = c.query_first(check).await?;
+            ensure!(v == Some(42), "{reason}: {check} gave {v:?}");
+            let after = ctx.core.stats.pins().get(reason).copied().unwrap_or(0);
+            ensure!(after == before + 1, "{reason}: recorded {before} → {after}");
+            if reason == "lock_tables" {
+                c.query_drop("UNLOCK TABLES").await?;
+            }
+            c.disconnect().await?;
+        }
+        Ok(())
+    })
+}
+
+fn prepared(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut tasks = Vec::new();
+        for client in 0..12i64 {
+            let opts = ctx.opts("small", "alice", "alice-pw", Some("app1"));
+            tasks.push(tokio::spawn(async move {
+                let mut c = mysql_async::Conn::new(opts).await?;
+                let stmt = c.prep("SELECT v, ? + id FROM t WHERE id = ?").await?;
+                for i in 0..30i64 {
+                    let id = i % 3 + 1;
+                    let row: Option<(String, i64)> = c.exec_first(&stmt, (client, id)).await?;
+                    let (v, sum) = row.context("no row")?;
+                    ensure!(sum == client + id, "client {client}: {sum}");
+                    ensure!(v == ["one", "two", "three"][(id - 1) as usize], "{v}");
+                    if i % 10 == 0 {
+                        // A transaction around an execute, on whichever connection.
+                        c.query_drop("BEGIN").await?;
+                        let again: Option<(String, i64)> = c.exec_first(&stmt, (0, 1)).await?;
+                        ensure!(again == Some(("one".into(), 1)), "{again:?}");
+                        c.query_drop("COMMIT").await?;
+                    }
+                }
+                c.close(stmt).await?;
+                c.disconnect().await?;
+                anyhow::Ok(())
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        Ok(())
+    })
+}
+
+fn last_insert_id(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut setup = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+        setup
+            .query_drop("CREATE TABLE IF NOT EXISTS ids (id INT AUTO_INCREMENT PRIMARY KEY, who INT)")
+            .await?;
+        let mut tasks = Vec::new();
+        for who in 0..8i64 {
+            let opts = ctx.opts("small", "alice", "alice-pw", Some("app1"));
+            tasks.push(tokio::spawn(async move {
+                let mut c = mysql_async::Conn::new(opts).await?;
+                for _ in 0..15 {
+                    c.query_drop(format!("INSERT INTO ids (who) VALUES ({who})")).await?;
+                    let id: Option<i64> = c.query_first("SELECT LAST_INSERT_ID()").await?;
+                    let id = id.context("no id")?;
+                    let owner: Option<i64> = c.query_first(format!("SELECT who FROM ids WHERE id = {id}")).await?;
+                    ensure!(owner == Some(who), "client {who} got id {id} of {owner:?}");
+                }
+                c.disconnect().await?;
+                anyhow::Ok(())
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        Ok(())
+    })
+}
+
+fn sysbench(ctx: &Ctx) -> Result<()> {
+    let p = ctx.cluster.mysql_primary().context("no primary")?;
+    let common = |host: &str, port: u16, user: &str, pw: &str| {
+        vec![
+            "oltp_read_write".to_string(),
+            format!("--mysql-host={host}"),
+            format!("--mysql-port={port}"),
+            format!("--mysql-user={user}"),
+            format!("--mysql-password={pw}"),
+            "--mysql-db=app2".into(),
+            "--tables=4".into(),
+            "--table-size=10000".into(),
+            "--mysql-ssl=off".into(),
+        ]
+    };
+    let prepare = std::process::Command::new("sysbench")
+        .args(common(&p.host, p.port, "app_owner", crate::OWNER_PW))
+        .arg("prepare")
+        .output()?;
+    ensure!(
+        prepare.status.success(),
+        "prepare: {}",
+        String::from_utf8_lossy(&prepare.stderr)
+    );
+    let a = ctx.addr("small");
+    let run = std::process::Command::new("sysbench")
+        .args(common(&a.ip().to_string(), a.port(), "bob", "bob-pw"))
+        .args(["--threads=8", "--time=5", "--report-interval=0", "run"])
+        .output()?;
+    let out = String::from_utf8_lossy(&run.stdout);
+    ensure!(
+        run.status.success(),
+        "run: {out}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let errors = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("ignored errors:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|n| n.parse::<u64>().ok())
+        .context("no error count in the sysbench output")?;
+    let transactions = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("transactions:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse::<u64>().ok())
+        .context("no transaction count")?;
+    eprintln!(
+        "sysbench oltp_read_write through a pool of 4, 8 threads, 5 s: {transactions} transactions, {errors} errors"
+    );
+    // "Ignored errors" are transactions sysbench retried after a deadlock
+    // or lock wait timeout between its own threads (the database's answer,
+    // as on a direct connection); anything else fails the run itself.
+    ensure!(transactions > 0 && errors * 100 <= transactions, "{out}");
+    ensure!(small_pool_connections(ctx) <= 4);
+    Ok(())
+}
