@@ -53,6 +53,32 @@ impl<E: Engine> Core<E> {
         sem.try_acquire_owned().ok().map(Some)
     }
 
+    /// After authentication: the tenant's connection rate and client
+    /// connection limit, checked only now so a stranger learns nothing of
+    /// them. The slot is held for the session's life.
+    pub fn admit_tenant(
+        &self,
+        tenant: &crate::config::Tenant,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, crate::error::ProxyError> {
+        use crate::error::{Condition, ProxyError};
+        if !self.limits.connection_allowed(&tenant.name, tenant.connection_rate) {
+            return Err(ProxyError::new(
+                Condition::TooManyConnections,
+                format!("connection rate limit reached for user \"{}\"", tenant.name),
+            ));
+        }
+        self.tenant_slot(tenant).ok_or_else(|| {
+            ProxyError::new(
+                Condition::TooManyConnections,
+                format!(
+                    "too many connections for tenant \"{}\" (limit {})",
+                    tenant.name,
+                    tenant.max_client_connections.unwrap_or(0)
+                ),
+            )
+        })
+    }
+
     /// Takes the tenants and backend credentials of a reloaded
     /// configuration; other settings need a restart.
     pub fn reload(&self, settings: &Settings) {

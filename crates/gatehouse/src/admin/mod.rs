@@ -15,13 +15,12 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Serialize;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
 use crate::reload::{ReloadError, Reloader};
-use view::CoreView;
+use view::{CoreSnapshot, CoreView};
 
 /// An endpoint's client-connection slots, to count connected clients.
 pub struct EndpointSlots {
@@ -94,41 +93,26 @@ async fn metrics_text(State(state): State<Arc<AdminState>>) -> Response {
     }
 }
 
-#[derive(Serialize)]
-struct PerEngine<T> {
-    engine: &'static str,
-    #[serde(flatten)]
-    data: T,
+/// One list per engine, taken from each core's snapshot by `pick`.
+fn per_engine(state: &AdminState, key: &str, pick: impl Fn(CoreSnapshot) -> serde_json::Value) -> Response {
+    let out: Vec<_> = state
+        .cores
+        .iter()
+        .map(|c| {
+            let s = c.snapshot();
+            let engine = s.engine;
+            serde_json::json!({ "engine": engine, key: pick(s) })
+        })
+        .collect();
+    axum::Json(out).into_response()
 }
 
 async fn pools(State(state): State<Arc<AdminState>>) -> Response {
-    let out: Vec<_> = state
-        .cores
-        .iter()
-        .map(|c| {
-            let s = c.snapshot();
-            PerEngine {
-                engine: s.engine,
-                data: serde_json::json!({ "pools": s.pools }),
-            }
-        })
-        .collect();
-    axum::Json(out).into_response()
+    per_engine(&state, "pools", |s| serde_json::json!(s.pools))
 }
 
 async fn backends(State(state): State<Arc<AdminState>>) -> Response {
-    let out: Vec<_> = state
-        .cores
-        .iter()
-        .map(|c| {
-            let s = c.snapshot();
-            PerEngine {
-                engine: s.engine,
-                data: serde_json::json!({ "backends": s.backends }),
-            }
-        })
-        .collect();
-    axum::Json(out).into_response()
+    per_engine(&state, "backends", |s| serde_json::json!(s.backends))
 }
 
 async fn stats(State(state): State<Arc<AdminState>>) -> Response {

@@ -122,22 +122,9 @@ pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
         );
         return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
     }
-    if !core.limits.connection_allowed(&tenant.name, tenant.connection_rate) {
-        let e = ProxyError::new(
-            Condition::TooManyConnections,
-            format!("connection rate limit reached for user '{}'", tenant.name),
-        );
-        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
-    }
-    let Some(_tenant_slot) = core.tenant_slot(&tenant) else {
-        let e = ProxyError::new(
-            Condition::TooManyConnections,
-            format!(
-                "User '{}' has exceeded the 'max_user_connections' resource",
-                tenant.name
-            ),
-        );
-        return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
+    let _tenant_slot = match core.admit_tenant(&tenant) {
+        Ok(slot) => slot,
+        Err(e) => return fail(&core, Some(&mut phase.stream), phase.seq, &e).await,
     };
     let caps = response.capabilities & super::RELAY_CAPS;
     let mut ok = BytesMut::new();

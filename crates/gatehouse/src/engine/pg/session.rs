@@ -251,23 +251,7 @@ async fn admit(
             format!("no access to database \"{database}\" for user \"{user}\""),
         ));
     }
-    // Only now: a stranger learns nothing about the tenant's limits.
-    if !core.limits.connection_allowed(&tenant.name, tenant.connection_rate) {
-        return Err(ProxyError::new(
-            Condition::TooManyConnections,
-            format!("connection rate limit reached for user \"{}\"", tenant.name),
-        ));
-    }
-    let Some(slot) = core.tenant_slot(&tenant) else {
-        return Err(ProxyError::new(
-            Condition::TooManyConnections,
-            format!(
-                "too many connections for tenant \"{}\" (limit {})",
-                tenant.name,
-                tenant.max_client_connections.unwrap_or(0)
-            ),
-        ));
-    };
+    let slot = core.admit_tenant(&tenant)?;
     Ok(Some((tenant, database, slot)))
 }
 
