@@ -44,13 +44,14 @@ fn is_ident_cont(b: u8) -> bool {
     is_ident_start(b) || b.is_ascii_digit() || b == b'$'
 }
 
-fn is_space(b: u8) -> bool {
+/// SQL whitespace: ASCII only, as in PostgreSQL's and MySQL's scanners.
+pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
 /// End of a quoted run starting after the opening quote at `from`: just past
 /// the closing `q` (doubled `q` is an escaped quote), or the input length.
-fn scan_quoted(b: &[u8], from: usize, q: u8, backslash: bool) -> usize {
+pub(crate) fn scan_quoted(b: &[u8], from: usize, q: u8, backslash: bool) -> usize {
     let mut i = from;
     while i < b.len() {
         let c = b[i];

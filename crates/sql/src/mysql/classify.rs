@@ -11,7 +11,7 @@ use super::effect::{Info, MyEffect, PinReason};
 use super::lexer::Kind;
 use super::scan::{needs_scan, scan};
 use super::set::classify_set;
-use super::split::split_statements;
+use super::split::{OTHER_OBJECTS, PROGRAMS, split_statements};
 use super::tx::classify_tx;
 
 /// Longer than any key word we dispatch on (`deallocate`).
@@ -158,23 +158,6 @@ fn use_db(cur: &mut Cursor<'_>) -> MyEffect {
 /// kind decides. Temporary tables pin; stored-program definitions are
 /// plain and not scanned (their bodies run later, in whoever calls them).
 fn create(cur: &mut Cursor<'_>) -> (MyEffect, bool) {
-    const PROGRAMS: [&str; 5] = ["procedure", "function", "trigger", "event", "package"];
-    const OTHERS: [&str; 14] = [
-        "table",
-        "view",
-        "index",
-        "unique",
-        "fulltext",
-        "spatial",
-        "database",
-        "schema",
-        "user",
-        "role",
-        "server",
-        "tablespace",
-        "sequence",
-        "logfile",
-    ];
     for _ in 0..32 {
         let Some(tok) = cur.next() else { break };
         if tok.kind != Kind::Word {
@@ -187,7 +170,7 @@ fn create(cur: &mut Cursor<'_>) -> (MyEffect, bool) {
         if PROGRAMS.iter().any(|k| w.eq_ignore_ascii_case(k)) {
             return (MyEffect::PLAIN, false);
         }
-        if OTHERS.iter().any(|k| w.eq_ignore_ascii_case(k)) {
+        if OTHER_OBJECTS.iter().any(|k| w.eq_ignore_ascii_case(k)) {
             break;
         }
     }

@@ -12,6 +12,8 @@
 //! plain `/* */` comment inside one is skipped; comments do not nest.
 
 use super::Dialect;
+pub(crate) use crate::lexer::is_space;
+use crate::lexer::scan_quoted;
 
 /// Token class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,37 +59,12 @@ pub(crate) fn is_ident_cont(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
-pub(crate) fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
 /// Key words after which `@x` is a variable rather than the host part of a
 /// `user@host` account name written without spaces (`... INTO@x`).
 const NOT_ACCOUNT: [&str; 22] = [
     "and", "as", "by", "div", "do", "else", "elseif", "from", "having", "in", "into", "is", "like", "limit", "mod",
     "not", "or", "return", "select", "set", "then", "when",
 ];
-
-/// End of a quoted run starting after the opening quote at `from`: just past
-/// the closing `q` (doubled `q` is an escaped quote), or the input length.
-fn scan_quoted(b: &[u8], from: usize, q: u8, backslash: bool) -> usize {
-    let mut i = from;
-    while i < b.len() {
-        let c = b[i];
-        if backslash && c == b'\\' {
-            i += 2;
-        } else if c == q {
-            if b.get(i + 1) == Some(&q) {
-                i += 2;
-            } else {
-                return i + 1;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    b.len()
-}
 
 impl<'a> Lexer<'a> {
     pub(crate) fn new(src: &'a str, dialect: Dialect) -> Self {

@@ -63,11 +63,13 @@ fn trim(s: &str) -> &str {
     &s[lead..s.len() - trail]
 }
 
-/// Object kinds that can follow `CREATE [OR REPLACE] [DEFINER = ...]`: the
-/// first one seen decides whether a stored-program body follows.
-const OBJECT_KINDS: [&str; 19] = [
+/// Object kinds whose definition carries a stored-program body.
+pub(super) const PROGRAMS: [&str; 5] = ["procedure", "function", "trigger", "event", "package"];
+
+/// The other object kinds that can follow `CREATE [OR REPLACE] [DEFINER =
+/// ...]` (besides `TEMPORARY`): the first kind seen decides what follows.
+pub(super) const OTHER_OBJECTS: [&str; 14] = [
     "table",
-    "temporary",
     "view",
     "index",
     "unique",
@@ -80,15 +82,8 @@ const OBJECT_KINDS: [&str; 19] = [
     "server",
     "tablespace",
     "sequence",
-    "procedure",
-    "function",
-    "trigger",
-    "event",
-    "package",
+    "logfile",
 ];
-
-/// Object kinds whose definition carries a stored-program body.
-const PROGRAMS: [&str; 5] = ["procedure", "function", "trigger", "event", "package"];
 
 /// `END` followed by one of these closes a block we do not count.
 const UNCOUNTED_ENDS: [&str; 4] = ["if", "loop", "while", "repeat"];
@@ -131,7 +126,7 @@ impl Compound {
             _ => {}
         }
         if self.create && !self.decided {
-            if parens == 0 && OBJECT_KINDS.iter().any(|k| is(k)) {
+            if parens == 0 && (is("temporary") || PROGRAMS.iter().chain(&OTHER_OBJECTS).any(|k| is(k))) {
                 self.decided = true;
                 self.program = PROGRAMS.iter().any(|k| is(k));
             }
