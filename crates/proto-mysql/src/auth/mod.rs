@@ -5,6 +5,7 @@
 
 pub mod caching_sha2;
 pub mod clear_password;
+mod double_hash;
 pub mod native_password;
 
 use rand::RngCore;

@@ -4,68 +4,38 @@
 //!
 //! Reference: MySQL "Native Authentication".
 
-use sha1::{Digest, Sha1};
+use sha1::Sha1;
 
-use super::{NONCE_LEN, ct_eq};
+use super::NONCE_LEN;
+use super::double_hash::{self, NonceAt};
 
 /// Length of a SHA-1 digest, of the scramble and of the stored hash.
 pub const HASH_LEN: usize = 20;
 /// Length of the textual form `*` + 40 hex digits (`mysql.user.authentication_string`).
 pub const HEX_FORM_LEN: usize = 41;
 
-fn sha1(parts: &[&[u8]]) -> [u8; HASH_LEN] {
-    let mut h = Sha1::new();
-    for p in parts {
-        h.update(p);
-    }
-    h.finalize().into()
-}
-
 /// The auth response a client sends. An empty password yields an empty response
 /// in the protocol; this function returns the 20-byte value regardless, and
 /// [`client_response`] applies that rule.
 pub fn scramble(password: &[u8], nonce: &[u8; NONCE_LEN]) -> [u8; HASH_LEN] {
-    let stage1 = sha1(&[password]);
-    let stage2 = sha1(&[&stage1]);
-    let mix = sha1(&[nonce, &stage2]);
-    let mut out = [0u8; HASH_LEN];
-    for (o, (a, b)) in out.iter_mut().zip(stage1.iter().zip(mix)) {
-        *o = a ^ b;
-    }
-    out
+    double_hash::scramble::<Sha1, HASH_LEN>(password, nonce, NonceAt::First)
 }
 
 /// What a client puts on the wire: empty for an empty password, else [`scramble`].
 pub fn client_response(password: &[u8], nonce: &[u8; NONCE_LEN]) -> Vec<u8> {
-    if password.is_empty() {
-        Vec::new()
-    } else {
-        scramble(password, nonce).to_vec()
-    }
+    double_hash::client_response::<Sha1, HASH_LEN>(password, nonce, NonceAt::First)
 }
 
 /// `SHA1(SHA1(password))`, what the server stores.
 pub fn stored_hash(password: &[u8]) -> [u8; HASH_LEN] {
-    sha1(&[&sha1(&[password])])
+    double_hash::stored::<Sha1, HASH_LEN>(password)
 }
 
 /// Checks a client's response against the stored hash. An empty response matches
 /// only the empty password's hash; any other length fails. Constant-time in the
 /// response contents.
 pub fn verify(stored: &[u8; HASH_LEN], nonce: &[u8; NONCE_LEN], response: &[u8]) -> bool {
-    if response.is_empty() {
-        return ct_eq(stored, &stored_hash(b""));
-    }
-    if response.len() != HASH_LEN {
-        return false;
-    }
-    // response XOR SHA1(nonce ‖ stored) = SHA1(password); its SHA1 must be `stored`.
-    let mix = sha1(&[nonce, stored]);
-    let mut stage1 = [0u8; HASH_LEN];
-    for (o, (a, b)) in stage1.iter_mut().zip(response.iter().zip(mix)) {
-        *o = a ^ b;
-    }
-    ct_eq(&sha1(&[&stage1]), stored)
+    double_hash::verify::<Sha1, HASH_LEN>(stored, nonce, response, NonceAt::First)
 }
 
 /// Formats a stored hash the way `PASSWORD()` shows it: `*` + 40 upper-case hex.

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, clear_password, generate_nonce, native_password};
+use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, clear_password, ct_eq, generate_nonce, native_password};
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::handshake::{
     AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
@@ -228,13 +228,7 @@ pub async fn authenticate(
                 more_data(phase, caching_sha2::PERFORM_FULL_AUTH).await?;
                 let answer = phase.read().await?;
                 let password = zeroize::Zeroizing::new(clear_password::decode(&answer).to_vec());
-                let good = native_hash.is_some_and(|h| {
-                    native_password::stored_hash(&password)
-                        .iter()
-                        .zip(h.iter())
-                        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                        == 0
-                });
+                let good = native_hash.is_some_and(|h| ct_eq(&native_password::stored_hash(&password), &h));
                 if good && let Some(t) = &tenant {
                     core.engine
                         .remember_sha2_verifier(&t.name, caching_sha2::stored_hash(&password));
