@@ -1,7 +1,10 @@
 //! Cancel keys: each client session gets a proxy-issued (id, secret) pair
 //! instead of the backend's, and a slot saying which backend query, if any,
 //! that session is running right now. A cancel presenting the pair reaches
-//! exactly that backend query, never another client's.
+//! exactly that backend query, never another client's. Engines whose
+//! cancels carry no secret (MySQL's `KILL QUERY <id>`, sent on another
+//! connection) claim the key for the session's tenant instead, and only
+//! the same tenant's sessions can reach it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,6 +29,8 @@ impl<T: Clone> CancelSlot<T> {
 
 struct Entry<T> {
     secret: u32,
+    /// The tenant that owns the session, once known (see [`CancelKey::claim`]).
+    owner: Option<Arc<str>>,
     slot: Arc<CancelSlot<T>>,
 }
 
@@ -47,6 +52,21 @@ pub struct CancelKey<T> {
     pub secret: u32,
     pub slot: Arc<CancelSlot<T>>,
     registry: Arc<CancelRegistry<T>>,
+}
+
+impl<T> CancelKey<T> {
+    /// Records the tenant the session turned out to be.
+    pub fn claim(&self, owner: &str) {
+        if let Some(e) = self
+            .registry
+            .map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(&self.id)
+        {
+            e.owner = Some(Arc::from(owner));
+        }
+    }
 }
 
 impl<T> Drop for CancelKey<T> {
@@ -77,6 +97,7 @@ impl<T: Clone> CancelRegistry<T> {
             id,
             Entry {
                 secret,
+                owner: None,
                 slot: slot.clone(),
             },
         );
@@ -98,6 +119,14 @@ impl<T: Clone> CancelRegistry<T> {
         } else {
             None
         }
+    }
+
+    /// Whether `id` is a session of `owner`, and its target if it is
+    /// running something now: `None` for another tenant's or no session.
+    pub fn lookup_owned(&self, id: u32, owner: &str) -> Option<Option<T>> {
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = map.get(&id)?;
+        (entry.owner.as_deref() == Some(owner)).then(|| entry.slot.get())
     }
 
     pub fn len(&self) -> usize {
@@ -127,5 +156,18 @@ mod tests {
         assert_eq!(reg.lookup(b.id, b.secret), Some("backend-b"));
         drop(a);
         assert_eq!(reg.len(), 1);
+    }
+
+    #[test]
+    fn owned_keys_reach_only_their_tenant() {
+        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let a = reg.register();
+        assert_eq!(reg.lookup_owned(a.id, "t1"), None, "not claimed yet");
+        a.claim("t1");
+        assert_eq!(reg.lookup_owned(a.id, "t1"), Some(None), "idle: nothing to cancel");
+        a.slot.set(Some("backend-a"));
+        assert_eq!(reg.lookup_owned(a.id, "t1"), Some(Some("backend-a")));
+        assert_eq!(reg.lookup_owned(a.id, "t2"), None, "another tenant sees no session");
+        assert_eq!(reg.lookup_owned(a.id ^ 1, "t1"), None);
     }
 }

@@ -55,8 +55,12 @@ errors! {
     ER_BAD_DB_ERROR = 1049, "42000";
     /// Server shutdown in progress.
     ER_SERVER_SHUTDOWN = 1053, "08S01";
+    /// Unknown thread id (KILL of a connection that does not exist).
+    ER_NO_SUCH_THREAD = 1094, "HY000";
     /// Unknown error.
     ER_UNKNOWN_ERROR = 1105, "HY000";
+    /// "This version doesn't yet support ...".
+    ER_NOT_SUPPORTED_YET = 1235, "42000";
     /// The used command is not allowed with this server version.
     ER_NOT_ALLOWED_COMMAND = 1148, "42000";
     /// Got a packet bigger than 'max_allowed_packet' bytes.

@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use gatehouse_sql::mysql::{Dialect, Info, MyEffect, PinReason, TxCommand, classify, classify_all};
+use gatehouse_sql::mysql::{Dialect, Info, Kill, MyEffect, PinReason, TxCommand, classify, classify_all};
 
 const D: Dialect = Dialect::DEFAULT;
 const PLAIN: MyEffect = MyEffect::PLAIN;
@@ -86,7 +86,37 @@ fn plain_statements() {
         ("DROP TABLE t", PLAIN),
         ("SHOW TABLES", PLAIN),
         ("EXPLAIN SELECT 1", PLAIN),
-        ("KILL 42", PLAIN),
+        (
+            "KILL 42",
+            MyEffect::Kill(Kill {
+                query_only: false,
+                id: 42,
+            }),
+        ),
+        (
+            "kill query 7",
+            MyEffect::Kill(Kill {
+                query_only: true,
+                id: 7,
+            }),
+        ),
+        (
+            "KILL HARD CONNECTION 9",
+            MyEffect::Kill(Kill {
+                query_only: false,
+                id: 9,
+            }),
+        ),
+        (
+            "KILL SOFT QUERY 11",
+            MyEffect::Kill(Kill {
+                query_only: true,
+                id: 11,
+            }),
+        ),
+        ("KILL USER app_owner", MyEffect::KillUnsupported),
+        ("KILL QUERY ID 5", MyEffect::KillUnsupported),
+        ("KILL 1 + 1", MyEffect::KillUnsupported),
         ("DO SLEEP(1)", PLAIN),
         ("SELECT RELEASE_LOCK('x'), IS_USED_LOCK('y')", PLAIN),
         ("SELECT RELEASE_ALL_LOCKS()", PLAIN),

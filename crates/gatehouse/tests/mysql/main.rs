@@ -5,6 +5,7 @@
 
 mod auth;
 mod queries;
+mod session;
 mod txn;
 
 use std::net::SocketAddr;
@@ -242,6 +243,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(auth::cases());
     cases.extend(queries::cases());
     cases.extend(txn::cases());
+    cases.extend(session::cases());
     let ctx = if args.list {
         None
     } else {

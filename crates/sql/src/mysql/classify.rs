@@ -122,9 +122,29 @@ fn by_keyword(kw: &[u8], cur: &mut Cursor<'_>, ctx: Ctx<'_>) -> (MyEffect, bool)
         b"show" => show(cur),
         b"get" if cur.eat_word("diagnostics") || cur.eat_words(&["current", "diagnostics"]) => diagnostics(),
         b"get" if cur.eat_words(&["stacked", "diagnostics"]) => diagnostics(),
+        b"kill" => kill(cur),
         _ => MyEffect::PLAIN,
     };
     (effect, true)
+}
+
+/// `KILL [HARD | SOFT] [CONNECTION | QUERY] thread_id` (MariaDB KB "KILL");
+/// any other form is [`MyEffect::KillUnsupported`].
+fn kill(cur: &mut Cursor<'_>) -> MyEffect {
+    let _ = cur.eat_word("hard") || cur.eat_word("soft");
+    let query_only = cur.eat_word("query");
+    if !query_only {
+        cur.eat_word("connection");
+    }
+    let id = match cur.next() {
+        Some(t) if t.kind == Kind::Number => cur.text(t).parse::<u64>().ok(),
+        _ => None,
+    };
+    while cur.eat_punct(";") {}
+    match id {
+        Some(id) if cur.peek().is_none() => MyEffect::Kill(super::effect::Kill { query_only, id }),
+        _ => MyEffect::KillUnsupported,
+    }
 }
 
 fn diagnostics() -> MyEffect {

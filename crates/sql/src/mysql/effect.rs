@@ -203,6 +203,21 @@ pub enum MyEffect {
     LoadDataLocal,
     /// State that cannot move to another backend connection.
     Pin(PinReason),
+    /// `KILL [HARD|SOFT] [CONNECTION|QUERY] id`: the id is one the proxy
+    /// gave (the handshake's connection id), so the proxy answers it.
+    Kill(Kill),
+    /// A `KILL` form the proxy cannot map to one of its own sessions
+    /// (`KILL USER name`, `KILL QUERY ID query_id`, an expression): it
+    /// would reach every session of a shared backend user, so it is refused.
+    KillUnsupported,
+}
+
+/// What a `KILL` statement asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kill {
+    /// `KILL QUERY`: stop the statement; otherwise the connection too.
+    pub query_only: bool,
+    pub id: u64,
 }
 
 impl MyEffect {

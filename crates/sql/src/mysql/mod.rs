@@ -52,5 +52,5 @@ mod vars;
 
 pub use classify::{classify, classify_all, classify_with};
 pub use dialect::Dialect;
-pub use effect::{Info, MyEffect, PinReason, TxCommand, VarChange};
+pub use effect::{Info, Kill, MyEffect, PinReason, TxCommand, VarChange};
 pub use split::split_statements;

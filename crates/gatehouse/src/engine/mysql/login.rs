@@ -22,6 +22,7 @@ use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::handshake::{
     AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
 };
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsAcceptor;
 
 use super::MyEngine;
@@ -43,15 +44,17 @@ pub const MAX_LOGIN_PACKET: usize = 64 * 1024;
 /// utf8mb4_general_ci, announced in the greeting.
 pub const DEFAULT_COLLATION: u8 = 45;
 
-/// A client connection in its connection phase: the stream, its read
-/// buffer, and the sequence id the proxy's next packet must carry.
-pub struct Phase {
-    pub stream: ClientStream,
+/// A client connection in an authentication exchange (the connection
+/// phase, or COM_CHANGE_USER): the stream, its read buffer, the sequence id
+/// the proxy's next packet must carry, and whether the stream is TLS.
+pub struct Phase<S = ClientStream> {
+    pub stream: S,
     pub buf: BytesMut,
     pub seq: u8,
+    pub tls: bool,
 }
 
-impl Phase {
+impl<S: AsyncRead + AsyncWrite + Unpin> Phase<S> {
     async fn read(&mut self) -> Result<Vec<u8>, ProxyError> {
         let p = read_packet(&mut self.stream, &mut self.buf, MAX_LOGIN_PACKET)
             .await
@@ -128,7 +131,7 @@ pub async fn greet(
             "SSL connection error: SSL is not enabled on this endpoint",
         )
     })?;
-    let Some(Phase { stream, buf, seq }) = phase.take() else {
+    let Some(Phase { stream, buf, seq, .. }) = phase.take() else {
         return Err(internal());
     };
     let ClientStream::Plain(tcp) = stream else {
@@ -151,6 +154,7 @@ pub async fn greet(
         stream: ClientStream::Tls(Box::new(tls_stream)),
         buf,
         seq,
+        tls: true,
     });
     let p = phase.as_mut().ok_or_else(internal)?;
     let response = p.read().await?;
@@ -169,15 +173,15 @@ fn decode_response(payload: &[u8]) -> Result<HandshakeResponse41, ProxyError> {
 /// Authenticates `response`'s user as a tenant. `Ok(None)`: unknown user
 /// or wrong password has already been turned into an error; `Err` carries
 /// what to tell the client.
-pub async fn authenticate(
+pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     core: &Core<MyEngine>,
     endpoint: &EndpointSettings,
-    phase: &mut Phase,
+    phase: &mut Phase<S>,
     response: &HandshakeResponse41,
     nonce: &[u8; NONCE_LEN],
 ) -> Result<Arc<Tenant>, ProxyError> {
     let user = response.username.as_str();
-    let tls = phase.stream.is_tls();
+    let tls = phase.tls;
     let tenant = core.tenants.get(user);
     let database = response.database.clone().unwrap_or_default();
     let check = Check {
@@ -249,8 +253,8 @@ pub async fn authenticate(
 
 /// `mysql_native_password`: checks `first` (the handshake's answer), or
 /// switches the client to the plugin and checks its answer.
-async fn native_exchange(
-    phase: &mut Phase,
+async fn native_exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    phase: &mut Phase<S>,
     nonce: &[u8; NONCE_LEN],
     stored: Option<[u8; 20]>,
     first: Option<&[u8]>,
@@ -267,13 +271,17 @@ async fn native_exchange(
     Ok(native_password::verify(&stored, nonce, &answer))
 }
 
-async fn switch(phase: &mut Phase, plugin: &str, nonce: &[u8; NONCE_LEN]) -> Result<(), ProxyError> {
+async fn switch<S: AsyncRead + AsyncWrite + Unpin>(
+    phase: &mut Phase<S>,
+    plugin: &str,
+    nonce: &[u8; NONCE_LEN],
+) -> Result<(), ProxyError> {
     let mut out = BytesMut::new();
     AuthSwitchRequest::with_nonce(plugin, nonce).encode(&mut out);
     phase.write(&out).await
 }
 
-async fn more_data(phase: &mut Phase, byte: u8) -> Result<(), ProxyError> {
+async fn more_data<S: AsyncRead + AsyncWrite + Unpin>(phase: &mut Phase<S>, byte: u8) -> Result<(), ProxyError> {
     let mut out = BytesMut::new();
     AuthMoreData { data: vec![byte] }.encode(&mut out);
     phase.write(&out).await

@@ -33,7 +33,6 @@ pub mod txn;
 pub mod vars;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -47,11 +46,10 @@ use crate::error::ProxyError;
 pub const FALLBACK_SERVER_VERSION: &str = "5.5.5-10.11.0-MariaDB-Gatehouse";
 
 /// The MySQL engine's own state: the backend's version (announced to
-/// clients), connection ids for greetings, and `caching_sha2_password`
+/// clients) and `caching_sha2_password`
 /// verifiers cached per tenant after a full authentication.
 pub struct MyEngine {
     server_version: Mutex<String>,
-    next_connection_id: AtomicU32,
     sha2_verifiers: Mutex<HashMap<String, [u8; 32]>>,
 }
 
@@ -59,7 +57,6 @@ impl Default for MyEngine {
     fn default() -> Self {
         Self {
             server_version: Mutex::new(FALLBACK_SERVER_VERSION.into()),
-            next_connection_id: AtomicU32::new(1),
             sha2_verifiers: Mutex::new(HashMap::new()),
         }
     }
@@ -85,11 +82,6 @@ impl MyEngine {
         if *v != announced {
             *v = announced;
         }
-    }
-
-    /// A connection id for a client's greeting (the proxy's own numbering).
-    pub fn connection_id(&self) -> u32 {
-        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// SHA256(SHA256(password)) of `tenant`, cached after a full authentication.

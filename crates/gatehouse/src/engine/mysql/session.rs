@@ -62,10 +62,14 @@ pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
         stream: ClientStream::Plain(socket),
         buf: BytesMut::new(),
         seq: 0,
+        tls: false,
     });
     let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
     let nonce = generate_nonce();
-    let connection_id = core.engine.connection_id();
+    // The handshake's connection id is the session's cancel key: a `KILL
+    // QUERY <id>` from the same tenant reaches it (and only it).
+    let cancel = core.cancels.register();
+    let connection_id = cancel.id;
     let greeted = tokio::time::timeout_at(
         deadline,
         Box::pin(login::greet(&core, &endpoint, &mut phase, connection_id, &nonce)),
@@ -122,10 +126,11 @@ pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
         );
         return fail(&core, Some(&mut phase.stream), phase.seq, &e).await;
     }
-    let _tenant_slot = match core.admit_tenant(&tenant) {
+    let tenant_slot = match core.admit_tenant(&tenant) {
         Ok(slot) => slot,
         Err(e) => return fail(&core, Some(&mut phase.stream), phase.seq, &e).await,
     };
+    cancel.claim(&tenant.name);
     let caps = response.capabilities & super::RELAY_CAPS;
     let mut ok = BytesMut::new();
     OkPacket {
@@ -143,6 +148,9 @@ pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
         database,
         caps,
         collation: response.charset,
+        cancel: &cancel,
+        tenant_slot,
+        peer: peer.ip(),
     };
     let result = Box::pin(super::txn::run(&core, &mut stream, buf, start)).await;
     if let Err((seq, e)) = result {

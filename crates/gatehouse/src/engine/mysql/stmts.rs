@@ -117,7 +117,7 @@ pub async fn command(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[
             if let Some(lease) = s.lease.as_mut()
                 && lease.conn().send_command(&p).await.is_err()
             {
-                s.lease = None;
+                s.drop_lease();
             }
             Ok(())
         }
@@ -258,7 +258,7 @@ async fn prepared(
             Ok(None)
         }
         Err(detail) => {
-            s.lease = None;
+            s.drop_lease();
             let e = crate::error::ProxyError::new(
                 crate::error::Condition::BackendUnavailable,
                 "Lost connection to the database server",

@@ -20,13 +20,22 @@ use gatehouse_sql::mysql::{self as my_sql, Dialect, MyEffect};
 use tokio::io::AsyncWriteExt;
 
 use super::MyEngine;
-use super::backend::MyConn;
+use super::backend::{MyCancelTarget, MyConn};
 use super::io::{IoError, put_packet, read_packet, write_packet};
 use super::session::err_payload;
 use super::stmts::Statements;
 use super::vars::Vars;
+use std::net::IpAddr;
+
+use gatehouse_proto_mysql::auth::generate_nonce;
+use gatehouse_proto_mysql::handshake::{ChangeUser, HandshakeResponse41};
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::login::{self, Phase};
+use crate::cancel::CancelKey;
 use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
+use crate::engine::Engine;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
@@ -49,12 +58,21 @@ pub struct Start<'a> {
     pub database: Option<String>,
     pub caps: u32,
     pub collation: u8,
+    /// The session's cancel key; its slot names the backend query running now.
+    pub cancel: &'a CancelKey<MyCancelTarget>,
+    /// The tenant's client-connection slot, held for the session.
+    pub tenant_slot: Option<OwnedSemaphorePermit>,
+    /// The client's address (failed-login limits on COM_CHANGE_USER).
+    pub peer: IpAddr,
 }
 
 /// A client session after login.
 pub struct Session<'a> {
     pub core: &'a Core<MyEngine>,
     endpoint: &'a EndpointSettings,
+    cancel: &'a CancelKey<MyCancelTarget>,
+    _tenant_slot: Option<OwnedSemaphorePermit>,
+    peer: IpAddr,
     pub tenant: Arc<Tenant>,
     caps: u32,
     backend: String,
@@ -97,6 +115,9 @@ pub async fn run(
     let mut s = Session {
         core,
         endpoint: start.endpoint,
+        cancel: start.cancel,
+        _tenant_slot: start.tenant_slot,
+        peer: start.peer,
         cap: core.tenant_backend_cap(&start.tenant),
         tenant: start.tenant,
         caps: start.caps,
@@ -216,6 +237,7 @@ impl Session<'_> {
                 | COM_STMT_RESET
                 | COM_STMT_FETCH => super::stmts::command(self, stream, payload).await,
                 COM_RESET_CONNECTION => self.reset_connection(stream).await,
+                COM_CHANGE_USER => self.change_user(stream, buf, payload).await,
                 COM_FIELD_LIST | COM_STATISTICS => self.forward(stream, payload).await.map(|_| ()),
                 _ => {
                     self.error(stream, 1, errors::ER_UNKNOWN_COM_ERROR, "Unknown command")
@@ -240,6 +262,7 @@ impl Session<'_> {
             return;
         }
         if let Some(lease) = self.lease.take() {
+            self.cancel.slot.set(None);
             if self.discard {
                 self.discard = false;
                 drop(lease);
@@ -252,6 +275,7 @@ impl Session<'_> {
     /// At the end of the session: a connection with state is reset (which
     /// also rolls back an open transaction) before it serves anyone else.
     async fn finish(&mut self) {
+        self.cancel.slot.set(None);
         if let Some(lease) = self.lease.take() {
             if self.discard {
                 drop(lease);
@@ -264,11 +288,19 @@ impl Session<'_> {
         }
     }
 
+    /// Discards the lease's connection (broken, or mid-reply).
+    pub fn drop_lease(&mut self) {
+        self.cancel.slot.set(None);
+        self.lease = None;
+    }
+
     /// Borrows a connection if the session has none, and brings its
     /// tracked variables to the client's.
     pub async fn conn(&mut self) -> Result<&mut MyConn, ProxyError> {
         if self.lease.is_none() {
-            self.lease = Some(self.pool.lease_for(self.cap.as_ref()).await?);
+            let mut lease = self.pool.lease_for(self.cap.as_ref()).await?;
+            self.cancel.slot.set(Some(lease.conn().cancel.clone()));
+            self.lease = Some(lease);
         }
         let Some(lease) = self.lease.as_mut() else {
             return Err(ProxyError::new(Condition::Internal, "no backend connection"));
@@ -319,14 +351,14 @@ impl Session<'_> {
             }
             Err(Relay::Client(e)) => {
                 // The client is gone: a connection mid-reply cannot be reused.
-                self.lease = None;
+                self.drop_lease();
                 Err((
                     0,
                     ProxyError::new(Condition::ProtocolViolation, "client write failed").with_detail(e),
                 ))
             }
             Err(Relay::Backend(detail, replied)) => {
-                self.lease = None;
+                self.drop_lease();
                 let e = ProxyError::new(Condition::BackendUnavailable, "Lost connection to the database server")
                     .with_detail(detail);
                 if replied {
@@ -354,6 +386,11 @@ impl Session<'_> {
         let mut unlocks = false;
         for stmt in &statements {
             match my_sql::classify_with(stmt, dialect, &tracked) {
+                MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
+                MyEffect::Kill(_) | MyEffect::KillUnsupported => {
+                    let msg = "only a single KILL [QUERY] <connection id> is supported through the proxy";
+                    return self.error(stream, 1, errors::ER_NOT_SUPPORTED_YET, msg).await;
+                }
                 MyEffect::LoadDataLocal => {
                     let msg = "LOAD DATA LOCAL INFILE is disabled by the proxy";
                     return self.error(stream, 1, errors::ER_NOT_ALLOWED_COMMAND, msg).await;
@@ -422,19 +459,135 @@ impl Session<'_> {
         self.forward(stream, payload).await.map(|_| ())
     }
 
+    /// `KILL [QUERY] id`: ids are the proxy's (from the handshake); only the
+    /// same tenant's sessions are visible. The query running there, if any,
+    /// is cancelled on its backend; ending another session's connection is
+    /// not offered.
+    async fn kill(&mut self, stream: &mut ClientStream, kill: my_sql::Kill) -> Result<(), Fatal> {
+        let Ok(id) = u32::try_from(kill.id) else {
+            return self.no_such_thread(stream, kill.id).await;
+        };
+        let Some(target) = self.core.cancels.lookup_owned(id, &self.tenant.name) else {
+            return self.no_such_thread(stream, kill.id).await;
+        };
+        if !kill.query_only {
+            let msg = "KILL CONNECTION is not supported through the proxy; use KILL QUERY";
+            return self.error(stream, 1, errors::ER_NOT_SUPPORTED_YET, msg).await;
+        }
+        if let Some(t) = target
+            && let Err(e) = self.core.engine.cancel(t).await
+        {
+            tracing::info!(error = %e, "KILL QUERY could not be delivered");
+        }
+        self.local_ok(stream).await
+    }
+
+    async fn no_such_thread(&mut self, stream: &mut ClientStream, id: u64) -> Result<(), Fatal> {
+        self.error(
+            stream,
+            1,
+            errors::ER_NO_SUCH_THREAD,
+            &format!("Unknown thread id: {id}"),
+        )
+        .await
+    }
+
     async fn deny_database(&mut self, stream: &mut ClientStream, db: &str) -> Result<(), Fatal> {
         let msg = format!("Access denied for user '{}' to database '{db}'", self.tenant.name);
         self.error(stream, 1, errors::ER_DBACCESS_DENIED_ERROR, &msg).await
     }
 
-    async fn reset_connection(&mut self, stream: &mut ClientStream) -> Result<(), Fatal> {
-        if let Some(lease) = self.lease.take() {
-            if self.discard {
-                drop(lease);
-            } else {
-                lease.release().await;
-            }
+    /// COM_CHANGE_USER: the new user authenticates through the proxy's own
+    /// tenant authentication (an auth switch with a fresh scramble), then
+    /// the session starts over as that tenant. A failure ends the session,
+    /// as the server does.
+    async fn change_user(
+        &mut self,
+        stream: &mut ClientStream,
+        buf: &mut BytesMut,
+        payload: &[u8],
+    ) -> Result<(), Fatal> {
+        let Ok(request) = ChangeUser::decode(payload, self.caps) else {
+            return self
+                .fatal(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
+                .await;
+        };
+        let core = self.core;
+        if !core.limits.login_allowed(self.peer, &request.username) {
+            let e = ProxyError::new(Condition::NotAllowed, crate::limits::TOO_MANY_FAILURES);
+            return Err((1, e));
         }
+        let database = Some(request.database.clone()).filter(|d| !d.is_empty());
+        // No first answer is taken: the client is switched to a fresh scramble.
+        let response = HandshakeResponse41 {
+            capabilities: self.caps,
+            username: request.username.clone(),
+            database: database.clone(),
+            auth_plugin: Some(String::new()),
+            ..HandshakeResponse41::default()
+        };
+        let nonce = generate_nonce();
+        let mut phase = Phase {
+            tls: stream.is_tls(),
+            stream: &mut *stream,
+            buf: std::mem::take(buf),
+            seq: 1,
+        };
+        let result = login::authenticate(core, self.endpoint, &mut phase, &response, &nonce).await;
+        let seq = phase.seq;
+        *buf = std::mem::take(&mut phase.buf);
+        let tenant = match result {
+            Ok(t) => t,
+            Err(e) => {
+                if e.condition == Condition::InvalidPassword {
+                    core.limits.record_failure(self.peer, &request.username);
+                }
+                return Err((seq, e));
+            }
+        };
+        if let Some(db) = &database
+            && !tenant.may_use(db)
+        {
+            let msg = format!("Access denied for user '{}' to database '{db}'", tenant.name);
+            return Err((seq, ProxyError::new(Condition::UnknownDatabase, msg)));
+        }
+        let slot = core.admit_tenant(&tenant).map_err(|e| (seq, e))?;
+        self.reset_state().await;
+        self._tenant_slot = slot;
+        self.cancel.claim(&tenant.name);
+        self.cap = core.tenant_backend_cap(&tenant);
+        self.pool = pool_for(
+            core,
+            self.endpoint,
+            &tenant,
+            &self.backend,
+            database.as_deref().unwrap_or(""),
+        );
+        self.tenant = tenant;
+        let collation = request.charset.and_then(|c| u8::try_from(c).ok());
+        if let Some(c) = collation {
+            self.default_vars = Vars::for_collation(c, BACKEND_COLLATION);
+            self.vars = self.default_vars.clone();
+        }
+        let mut ok = BytesMut::new();
+        OkPacket {
+            status: self.status,
+            ..OkPacket::default()
+        }
+        .encode(&mut ok, self.caps, OK_HEADER);
+        self.send(stream, seq, &ok).await
+    }
+
+    async fn reset_connection(&mut self, stream: &mut ClientStream) -> Result<(), Fatal> {
+        self.reset_state().await;
+        self.local_ok(stream).await
+    }
+
+    /// Back to a fresh session (COM_RESET_CONNECTION, COM_CHANGE_USER): the
+    /// connection goes back (reset if it held state), nothing is pinned,
+    /// set or prepared.
+    async fn reset_state(&mut self) {
+        self.finish().await;
         self.discard = false;
         self.pinned = None;
         if self.endpoint.pool_mode == PoolMode::Session {
@@ -448,7 +601,6 @@ impl Session<'_> {
         self.vars = self.default_vars.clone();
         self.stmts = Statements::default();
         self.status = SERVER_STATUS_AUTOCOMMIT;
-        self.local_ok(stream).await
     }
 
     async fn set_option(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {

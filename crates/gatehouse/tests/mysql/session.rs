@@ -1,0 +1,110 @@
+//! Session-level commands through the proxy: `KILL QUERY` with the
+//! handshake's connection id (the same tenant only; other forms refused),
+//! COM_CHANGE_USER authenticated by the proxy (and a failed one ending the
+//! session), and COM_RESET_CONNECTION clearing what the client had set.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use mysql_async::prelude::*;
+
+use crate::Ctx;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        ("session::kill_query_reaches_only_the_tenants_session", kill_query),
+        ("session::change_user_authenticates_through_the_proxy", change_user),
+        ("session::reset_connection_clears_session_state", reset_connection),
+    ]
+}
+
+fn server_code(e: &mysql_async::Error) -> Option<u16> {
+    match e {
+        mysql_async::Error::Server(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+fn kill_query(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut sleeper = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let id = sleeper.id();
+        let started = Instant::now();
+        let running = tokio::spawn(async move {
+            let r: Result<Option<i64>, _> = sleeper.query_first("SELECT SLEEP(20)").await;
+            (r, sleeper)
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Another tenant (on the same backend user) sees no such session.
+        let mut bob = ctx.conn("rw", "bob", "bob-pw", "app2").await?;
+        let e = bob.query_drop(format!("KILL QUERY {id}")).await.err();
+        ensure!(e.as_ref().and_then(server_code) == Some(1094), "{e:?}");
+        for refused in ["KILL USER app_owner", "KILL QUERY ID 1"] {
+            let e = bob.query_drop(refused).await.err();
+            ensure!(e.as_ref().and_then(server_code) == Some(1235), "{refused}: {e:?}");
+        }
+        // The same tenant stops the query.
+        let mut alice = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        alice.query_drop(format!("KILL QUERY {id}")).await?;
+        let (r, mut sleeper) = running.await?;
+        ensure!(started.elapsed() < Duration::from_secs(10), "the query ran on");
+        // MariaDB answers a killed SLEEP with 1 (or error 1317).
+        match r {
+            Ok(v) => ensure!(v == Some(1), "{v:?}"),
+            Err(e) => ensure!(server_code(&e) == Some(1317), "{e:?}"),
+        }
+        let one: Option<i64> = sleeper.query_first("SELECT 1").await?;
+        ensure!(one == Some(1), "the session did not survive its query's cancel");
+        // Unknown ids.
+        let e = alice.query_drop("KILL QUERY 4000000000").await.err();
+        ensure!(e.as_ref().and_then(server_code) == Some(1094), "{e:?}");
+        Ok(())
+    })
+}
+
+fn change_user(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        c.query_drop("SET @mine = 7").await?;
+        c.change_user(
+            mysql_async::ChangeUserOpts::default()
+                .with_user(Some("bob".into()))
+                .with_pass(Some("bob-pw".into()))
+                .with_db_name(Some("app2".into())),
+        )
+        .await?;
+        let row: Option<(Option<String>, Option<i64>)> = c.query_first("SELECT DATABASE(), @mine").await?;
+        ensure!(row == Some((Some("app2".into()), None)), "{row:?}");
+        // Bob may not use alice's database.
+        let e = c.query_drop("USE app1").await.err();
+        ensure!(e.as_ref().and_then(server_code) == Some(1044), "{e:?}");
+        // A wrong password ends the session.
+        let mut d = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let e = d
+            .change_user(
+                mysql_async::ChangeUserOpts::default()
+                    .with_user(Some("bob".into()))
+                    .with_pass(Some("not-bobs".into())),
+            )
+            .await
+            .err()
+            .context("a wrong password was accepted")?;
+        ensure!(server_code(&e) == Some(1045), "{e:?}");
+        ensure!(!format!("{e:?}").contains("not-bobs"));
+        Ok(())
+    })
+}
+
+fn reset_connection(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+        c.query_drop("SET @x = 1").await?;
+        c.query_drop("SET time_zone = '+03:00'").await?;
+        c.query_drop("BEGIN").await?;
+        c.reset().await?;
+        let row: Option<(Option<i64>, String, i64)> = c.query_first("SELECT @x, @@time_zone, @@in_transaction").await?;
+        let row = row.context("no row")?;
+        ensure!(row.0.is_none() && row.1 != "+03:00" && row.2 == 0, "{row:?}");
+        Ok(())
+    })
+}
