@@ -6,6 +6,7 @@
 mod auth;
 mod queries;
 mod session;
+mod tokens;
 mod txn;
 
 use std::net::SocketAddr;
@@ -71,6 +72,9 @@ impl Ctx {
 
 pub const OWNER_PW: &str = "owner-pw";
 
+/// The HS256 key tokens are signed with.
+pub const TOKEN_KEY: &str = "gatehouse-mysql-test-hs256-key-0123456789";
+
 /// Tenants: (name, password, databases).
 pub const TENANTS: &[(&str, &str, &str)] = &[
     ("alice", "alice-pw", "\"app1\""),
@@ -135,6 +139,24 @@ listen = "127.0.0.1:0"
 cluster = "my"
 role = "read_write"
 pool_mode = "session"
+
+[tokens]
+issuer = "gatehouse-test"
+hs256_secret_file = "{d}/token-hs256.secret"
+
+[[endpoints]]
+name = "tok"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+client_auth = "password"
+tls = {{ cert = "{d}/server.pem", key = "{d}/server.key" }}
+
+[[tenants]]
+name = "tina"
+databases = ["app1"]
+secret = "owner"
+token = true
 
 [[secrets]]
 name = "superuser"
@@ -205,6 +227,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
     prepare_cluster(&cluster)?;
     tls_files(&dir)?;
+    std::fs::write(dir.join("token-hs256.secret"), TOKEN_KEY)?;
     let text = config_text(&cluster, &dir)?;
     std::fs::write(dir.join("gatehouse.toml"), &text)?;
     let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
@@ -215,7 +238,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "ro", "small", "sess"]
+        let endpoints = ["rw", "ro", "small", "sess", "tok"]
             .iter()
             .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
             .collect::<Vec<_>>();
@@ -244,6 +267,7 @@ fn main() -> std::process::ExitCode {
     cases.extend(queries::cases());
     cases.extend(txn::cases());
     cases.extend(session::cases());
+    cases.extend(tokens::cases());
     let ctx = if args.list {
         None
     } else {

@@ -118,6 +118,34 @@ async fn read_raw(s: &mut tokio::net::TcpStream) -> Result<Vec<u8>> {
     Ok(p)
 }
 
+/// Logs in as alice with a hand-made handshake response (native password).
+async fn raw_login(ctx: &Ctx) -> Result<tokio::net::TcpStream> {
+    use gatehouse_proto_mysql::auth::native_password;
+    use gatehouse_proto_mysql::consts::*;
+    use gatehouse_proto_mysql::handshake::{HandshakeResponse41, HandshakeV10};
+    let mut s = tokio::net::TcpStream::connect(ctx.addr("rw")).await?;
+    let greeting = HandshakeV10::decode(&read_raw(&mut s).await?)?;
+    let response = HandshakeResponse41 {
+        capabilities: CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH | CLIENT_CONNECT_WITH_DB,
+        max_packet_size: 1 << 24,
+        charset: 45,
+        username: "alice".into(),
+        auth_response: native_password::client_response(b"alice-pw", &greeting.scramble),
+        database: Some("app1".into()),
+        auth_plugin: Some("mysql_native_password".into()),
+        ..HandshakeResponse41::default()
+    };
+    let mut payload = bytes::BytesMut::new();
+    response.encode(&mut payload);
+    let len = payload.len();
+    let mut packet = vec![len as u8, (len >> 8) as u8, (len >> 16) as u8, 1];
+    packet.extend_from_slice(&payload);
+    s.write_all(&packet).await?;
+    let ok = read_raw(&mut s).await?;
+    ensure!(<[u8]>::first(&ok) == Some(&0), "login: {ok:?}");
+    Ok(s)
+}
+
 fn err_code(p: &[u8]) -> Option<u16> {
     (p.first() == Some(&0xFF) && p.len() >= 3).then(|| u16::from_le_bytes([p[1], p[2]]))
 }
@@ -138,6 +166,31 @@ fn bad_packets(ctx: &Ctx) -> Result<()> {
         s.write_all(&[0xff, 0xff, 0xff, 1]).await?;
         let p = read_raw(&mut s).await?;
         ensure!(err_code(&p) == Some(1043) || err_code(&p) == Some(1153), "{p:?}");
+        // After a login: a command with a wrong sequence id (1156), an empty
+        // command packet (1835), a command left half sent (1159 after the
+        // client message timeout), an unknown command (1047, session goes on).
+        let mut s = raw_login(ctx).await?;
+        s.write_all(&[9, 0, 0, 5, 3, b'S', b'E', b'L', b'E', b'C', b'T', b' ', b'1'])
+            .await?;
+        let p = read_raw(&mut s).await?;
+        ensure!(err_code(&p) == Some(1156), "{p:?}");
+        let mut s = raw_login(ctx).await?;
+        s.write_all(&[0, 0, 0, 0]).await?;
+        let p = read_raw(&mut s).await?;
+        ensure!(err_code(&p) == Some(1835), "{p:?}");
+        let mut s = raw_login(ctx).await?;
+        s.write_all(&[100, 0, 0, 0, 3, b'S']).await?;
+        let started = std::time::Instant::now();
+        let p = read_raw(&mut s).await?;
+        ensure!(err_code(&p) == Some(1159), "{p:?}");
+        ensure!(started.elapsed() < std::time::Duration::from_secs(10));
+        let mut s = raw_login(ctx).await?;
+        s.write_all(&[1, 0, 0, 0, 0x1d]).await?;
+        let p = read_raw(&mut s).await?;
+        ensure!(err_code(&p) == Some(1047), "{p:?}");
+        s.write_all(&[1, 0, 0, 0, 0x0e]).await?; // COM_PING
+        let p = read_raw(&mut s).await?;
+        ensure!(<[u8]>::first(&p) == Some(&0), "ping after an unknown command: {p:?}");
         // Others are unaffected.
         let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
         let one: Option<i64> = c.query_first("SELECT 1").await?;

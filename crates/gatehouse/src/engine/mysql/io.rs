@@ -29,17 +29,25 @@ pub async fn read_packet<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, ma
         if let Some(p) = frame::decode_packet(buf, max)? {
             return Ok(p);
         }
-        if buf.capacity() - buf.len() < 1024 {
-            buf.reserve(READ_BUFFER);
-        }
-        if s.read_buf(buf).await? == 0 {
-            return Err(if buf.is_empty() {
-                IoError::Closed
-            } else {
-                IoError::Truncated
-            });
-        }
+        fill(s, buf).await?;
     }
+}
+
+/// Reads what is available into `buf` (at least one byte); the end of the
+/// stream is [`IoError::Closed`] between packets, [`IoError::Truncated`]
+/// inside one.
+pub async fn fill<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Result<(), IoError> {
+    if buf.capacity() - buf.len() < 1024 {
+        buf.reserve(READ_BUFFER);
+    }
+    if s.read_buf(buf).await? == 0 {
+        return Err(if buf.is_empty() {
+            IoError::Closed
+        } else {
+            IoError::Truncated
+        });
+    }
+    Ok(())
 }
 
 /// Frames `payload` with sequence id `seq` into `out` and returns the next

@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::MyEngine;
 use super::backend::{MyCancelTarget, MyConn};
-use super::io::{IoError, put_packet, read_packet, write_packet};
+use super::io::{IoError, fill, put_packet, write_packet};
 use super::session::err_payload;
 use super::stmts::Statements;
 use super::vars::Vars;
@@ -178,16 +178,38 @@ impl Session<'_> {
     async fn serve(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<(), Fatal> {
         let max = self.core.settings.proxy.max_message_bytes;
         let mut shutdown = self.core.shutdown.clone();
+        let half_sent = self.core.settings.proxy.client_message_timeout;
         loop {
             let idle = self.endpoint.idle_client_timeout.filter(|_| self.lease.is_none());
-            let read = read_packet(stream, buf, max);
-            let packet = tokio::select! {
-                r = read => r,
-                _ = shutdown.wait_for(|s| *s), if self.lease.is_none() => {
-                    return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
+            // Between commands the client may wait (up to the idle timeout);
+            // once a packet has begun, it must arrive whole in time.
+            let packet = loop {
+                match frame::decode_packet(buf, max) {
+                    Ok(Some(p)) => break Ok(p),
+                    Ok(None) => {}
+                    Err(e) => break Err(IoError::Frame(e)),
                 }
-                _ = sleep_opt(idle) => {
-                    return Err((0, ProxyError::new(Condition::IdleTimeout, "idle client timeout reached")));
+                let filled = if buf.is_empty() {
+                    tokio::select! {
+                        r = fill(stream, buf) => r,
+                        _ = shutdown.wait_for(|s| *s), if self.lease.is_none() => {
+                            return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
+                        }
+                        _ = sleep_opt(idle) => {
+                            return Err((0, ProxyError::new(Condition::IdleTimeout, "idle client timeout reached")));
+                        }
+                    }
+                } else {
+                    match tokio::time::timeout(half_sent, fill(stream, buf)).await {
+                        Ok(r) => r,
+                        Err(_) => {
+                            let msg = "Got timeout reading communication packets";
+                            return self.fatal(stream, 1, errors::ER_NET_READ_INTERRUPTED, msg).await;
+                        }
+                    }
+                };
+                if let Err(e) = filled {
+                    break Err(e);
                 }
             };
             let packet = match packet {
