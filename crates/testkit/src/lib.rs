@@ -4,7 +4,8 @@
 //!
 //! This module owns the public value types; [`Cluster`] lives in
 //! `cluster.rs`, engine specifics in `pg.rs` / `mysql.rs`, the
-//! shell-sourceable `cluster.env` format in `env_file.rs`.
+//! shell-sourceable `cluster.env` format in `env_file.rs`; `trials` runs a
+//! test binary's cases against one such cluster set up once.
 
 #![forbid(unsafe_code)]
 
@@ -16,6 +17,7 @@ mod ops;
 mod pg;
 pub mod ports;
 mod sys;
+pub mod trials;
 
 use std::fmt;
 use std::path::PathBuf;

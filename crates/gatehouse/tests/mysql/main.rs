@@ -11,12 +11,12 @@ mod txn;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use gatehouse_proto_mysql::auth::native_password;
-use gatehouse_testkit::{Cluster, Options};
-use libtest_mimic::{Arguments, Failed, Trial};
+use gatehouse_testkit::{Cluster, Options, trials};
 use tokio::runtime::Runtime;
 
 /// Everything a case needs: the runtime, the proxy's endpoints, the cluster.
@@ -209,14 +209,8 @@ fn prepare_cluster(cluster: &Cluster) -> Result<()> {
 }
 
 fn setup() -> Result<Arc<Ctx>> {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "off".into());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_test_writer()
-        .try_init();
-    let dir = std::env::temp_dir().join(format!("gatehouse-mysql-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
+    trials::init_tracing();
+    let dir = trials::scratch_dir("mysql")?;
     let opts = Options {
         pg: false,
         mysql: true,
@@ -231,10 +225,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let text = config_text(&cluster, &dir)?;
     std::fs::write(dir.join("gatehouse.toml"), &text)?;
     let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = trials::runtime()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
@@ -258,45 +249,25 @@ fn setup() -> Result<Arc<Ctx>> {
     }))
 }
 
-type Case = fn(&Ctx) -> Result<()>;
+type Case = trials::Case<Ctx>;
 
-fn main() -> std::process::ExitCode {
-    let args = Arguments::from_args();
+fn main() -> ExitCode {
     let mut cases: Vec<(&'static str, Case)> = Vec::new();
     cases.extend(auth::cases());
     cases.extend(queries::cases());
     cases.extend(txn::cases());
     cases.extend(session::cases());
     cases.extend(tokens::cases());
-    let ctx = if args.list {
-        None
-    } else {
-        match setup() {
-            Ok(c) => Some(c),
-            Err(e) => {
-                eprintln!("test setup failed: {e:#}");
-                return std::process::ExitCode::FAILURE;
-            }
-        }
-    };
-    let trials = cases
-        .into_iter()
-        .map(|(name, case)| {
-            let ctx = ctx.clone();
-            Trial::test(name, move || match &ctx {
-                Some(ctx) => case(ctx).map_err(|e| Failed::from(format!("{e:#}"))),
-                None => Ok(()),
-            })
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    if let Some(ctx) = ctx {
-        if let Some(tx) = ctx.shutdown.lock().ok().and_then(|mut s| s.take()) {
-            let _ = tx.send(());
-        }
-        let dir = ctx.dir.clone();
-        drop(ctx); // stops the cluster
-        let _ = std::fs::remove_dir_all(dir);
+    trials::run(cases, setup, teardown)
+}
+
+/// Stops the proxy, then the cluster (dropping the last `Ctx`), then removes
+/// the directory they lived in.
+fn teardown(ctx: Arc<Ctx>) {
+    if let Some(tx) = ctx.shutdown.lock().ok().and_then(|mut s| s.take()) {
+        let _ = tx.send(());
     }
-    conclusion.exit_code()
+    let dir = ctx.dir.clone();
+    drop(ctx); // stops the cluster
+    let _ = std::fs::remove_dir_all(dir);
 }
