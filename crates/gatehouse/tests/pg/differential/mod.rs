@@ -4,7 +4,7 @@
 //! endpoint (a pool of two backend connections). Every client must see
 //! exactly the same results both times: rows, SHOW values, SQLSTATEs.
 //!
-//! Known proxy bugs this case finds (it fails until they are fixed):
+//! Proxy bugs this case found (fixed since; it guards against their return):
 //! - a tracked parameter SET through the extended protocol with its Parse
 //!   synced apart from its Execute (tokio-postgres `execute("SET ..")`) is
 //!   never read back: the client loses it when it moves to the other
@@ -39,7 +39,6 @@ const CLIENTS: usize = 200;
 const CONNECT_BATCH: usize = 25;
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
-    // Fails on the two known proxy bugs listed at the top of this file.
     vec![("differential::direct_vs_transaction_pooling", direct_vs_proxy)]
 }
 
