@@ -4,6 +4,7 @@
 //! client, sysbench). Each case is a libtest-mimic trial sharing the cluster.
 
 mod auth;
+mod differential;
 mod queries;
 mod session;
 mod tokens;
@@ -258,6 +259,7 @@ fn main() -> ExitCode {
     cases.extend(txn::cases());
     cases.extend(session::cases());
     cases.extend(tokens::cases());
+    cases.extend(differential::cases());
     trials::run(cases, setup, teardown)
 }
 
