@@ -71,6 +71,8 @@ pub struct Session<'a> {
     pub core: &'a Core<MyEngine>,
     endpoint: &'a EndpointSettings,
     cancel: &'a CancelKey<MyCancelTarget>,
+    /// The endpoint's `pinning_filter`: variables tracked (replayed) too.
+    tracked: Vec<&'a str>,
     _tenant_slot: Option<OwnedSemaphorePermit>,
     peer: IpAddr,
     pub tenant: Arc<Tenant>,
@@ -116,6 +118,7 @@ pub async fn run(
         core,
         endpoint: start.endpoint,
         cancel: start.cancel,
+        tracked: start.endpoint.pinning_filter.iter().map(String::as_str).collect(),
         _tenant_slot: start.tenant_slot,
         peer: start.peer,
         cap: core.tenant_backend_cap(&start.tenant),
@@ -397,17 +400,25 @@ impl Session<'_> {
             return self.forward(stream, payload).await.map(|_| ());
         };
         let dialect = self.dialect();
-        let statements = my_sql::split_statements(sql, dialect);
+        // Most queries are one statement: split (and allocate) only when
+        // there may be several.
+        let split;
+        let one = [sql];
+        let statements: &[&str] = if sql.contains(';') {
+            split = my_sql::split_statements(sql, dialect);
+            &split
+        } else {
+            &one
+        };
         if statements.len() > 1 && self.caps & CLIENT_MULTI_STATEMENTS == 0 {
             let msg = "You have an error in your SQL syntax: multiple statements need CLIENT_MULTI_STATEMENTS";
             return self.error(stream, 1, ER_PARSE_ERROR, msg).await;
         }
-        let tracked: Vec<&str> = self.endpoint.pinning_filter.iter().map(String::as_str).collect();
         let mut changes = Vec::new();
         let mut switch_to = None;
         let mut unlocks = false;
-        for stmt in &statements {
-            match my_sql::classify_with(stmt, dialect, &tracked) {
+        for stmt in statements {
+            match my_sql::classify_with(stmt, dialect, &self.tracked) {
                 MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
                 MyEffect::Kill(_) | MyEffect::KillUnsupported => {
                     let msg = "only a single KILL [QUERY] <connection id> is supported through the proxy";
