@@ -19,6 +19,7 @@ use gatehouse_proto_mysql::Packet;
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::lenenc::Reader;
 use gatehouse_proto_mysql::packets::{ERR_HEADER, EofPacket, ErrPacket, OK_HEADER, OkPacket, is_eof};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use zeroize::Zeroizing;
 
@@ -44,6 +45,9 @@ const PROBE_SQL: &str = "SELECT @@global.read_only, @@global.max_connections, @@
 /// The probe for servers without InnoDB.
 const PROBE_SQL_BASIC: &str = "SELECT @@global.read_only, @@global.max_connections";
 
+/// Largest command buffer a connection keeps between commands.
+const WBUF_KEEP: usize = 64 * 1024;
+
 /// An authenticated backend connection.
 pub struct MyConn {
     pub stream: TcpStream,
@@ -61,6 +65,8 @@ pub struct MyConn {
     /// `host:port`.
     pub addr: String,
     pub cancel: MyCancelTarget,
+    /// Reused for framing commands.
+    pub wbuf: BytesMut,
     /// Tracked session variables set on this connection (by clients, replayed).
     pub vars: super::vars::Vars,
     /// Statements prepared on this connection, by query text.
@@ -82,8 +88,9 @@ impl fmt::Debug for MyConn {
 /// of one's own connection needs no privilege) and its id.
 #[derive(Clone)]
 pub struct MyCancelTarget {
-    addr: String,
-    user: String,
+    // Shared: a target is cloned into the session's cancel slot at every lease.
+    addr: Arc<str>,
+    user: Arc<str>,
     password: Arc<Zeroizing<Vec<u8>>>,
     connection_id: u32,
 }
@@ -183,11 +190,12 @@ async fn connect_inner(
         charset: auth::CONNECTION_CHARSET,
         caps: done.caps,
         addr: addr.to_owned(),
+        wbuf: BytesMut::new(),
         vars: super::vars::Vars::new(),
         prepared: std::collections::HashMap::new(),
         cancel: MyCancelTarget {
-            addr: addr.to_owned(),
-            user: user.to_owned(),
+            addr: Arc::from(addr),
+            user: Arc::from(user),
             password,
             connection_id,
         },
@@ -223,7 +231,13 @@ impl MyConn {
 
     /// Sends one command payload with sequence id 0.
     pub async fn send_command(&mut self, payload: &[u8]) -> std::io::Result<()> {
-        io::write_packet(&mut self.stream, 0, payload).await.map(|_| ())
+        self.wbuf.clear();
+        io::put_packet(&mut self.wbuf, 0, payload);
+        let sent = self.stream.write_all(&self.wbuf).await;
+        if self.wbuf.capacity() > WBUF_KEEP {
+            self.wbuf = BytesMut::new();
+        }
+        sent
     }
 
     /// Reads one logical reply packet (up to [`REPLY_PACKET_LIMIT`]).

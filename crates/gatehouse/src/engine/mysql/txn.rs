@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::errors::{self, MyError};
 use gatehouse_proto_mysql::frame::{self, FrameError};
@@ -44,9 +44,6 @@ use crate::pool::{Lease, Pool, PoolKey, TenantCap};
 /// `LAST_INSERT_ID()` (and `ROW_COUNT()`, `SHOW WARNINGS`) read the
 /// connection that ran it.
 pub const LINGER_AFTER_INSERT: u8 = 3;
-
-/// Flush relayed reply packets to the client at this size at the latest.
-const RELAY_FLUSH: usize = 64 * 1024;
 
 /// Collation backend connections are opened with (utf8mb4_general_ci).
 const BACKEND_COLLATION: u8 = 45;
@@ -719,8 +716,11 @@ pub enum Relay {
     Backend(String, bool),
 }
 
-/// Relays the reply to one command from `conn` to the client, packet by
-/// packet (flushed in batches), until the reply is complete.
+/// Relays the reply to one command from `conn` to the client until it is
+/// complete. Whole packets are passed on as read, straight from the
+/// connection's read buffer (one write per read, no copy); only a
+/// PREPARE_OK's statement id is rewritten, in place. A logical packet of
+/// 16 MiB or more (split on the wire) is reassembled and framed again.
 pub async fn relay(
     conn: &mut MyConn,
     stream: &mut ClientStream,
@@ -728,47 +728,81 @@ pub async fn relay(
     client_id: Option<u32>,
 ) -> Result<Done, Relay> {
     let mut tracker = ResponseTracker::new(kind, false);
-    let mut out = BytesMut::new();
     let mut replied = false;
     let mut first = true;
     loop {
-        let p = conn
-            .read_packet()
-            .await
-            .map_err(|e| Relay::Backend(e.to_string(), replied))?;
-        let step = tracker
-            .feed(&p.payload)
-            .map_err(|e| Relay::Backend(format!("unexpected reply: {e}"), replied))?;
-        match client_id {
-            Some(id) if first && kind == ResponseKind::StmtPrepare && p.payload.first() == Some(&OK_HEADER) => {
-                let mut payload = p.payload.to_vec();
-                let _ = gatehouse_proto_mysql::prepare::rewrite_prepare_ok_id(&mut payload, id);
-                put_packet(&mut out, p.seq, &payload);
+        let mut offset = 0;
+        let mut done = None;
+        let mut split_packet = false;
+        while done.is_none() {
+            let Some((len, _)) = frame::peek_header(&conn.rbuf[offset..]) else {
+                break;
+            };
+            if len >= frame::MAX_PACKET_PAYLOAD {
+                split_packet = offset == 0;
+                break;
             }
-            _ => {
-                put_packet(&mut out, p.seq, &p.payload);
+            let end = offset + frame::HEADER_LEN + len;
+            if conn.rbuf.len() < end {
+                break;
             }
+            let payload = &mut conn.rbuf[offset + frame::HEADER_LEN..end];
+            // The tracker reads the server's statement id; the client gets its own.
+            done = step(&mut tracker, payload, replied)?;
+            if let Some(id) = client_id
+                && first
+                && kind == ResponseKind::StmtPrepare
+                && payload.first() == Some(&OK_HEADER)
+            {
+                let _ = gatehouse_proto_mysql::prepare::rewrite_prepare_ok_id(payload, id);
+            }
+            first = false;
+            offset = end;
         }
-        first = false;
-        let done = match step {
-            Step::Done(d) => Some(d),
-            Step::More => None,
-            Step::LocalInfile | Step::AuthContinue => {
-                return Err(Relay::Backend(
-                    "the server asked for a client exchange the proxy does not relay".into(),
-                    replied,
-                ));
-            }
-        };
-        let more_buffered =
-            frame::peek_header(&conn.rbuf).is_some_and(|(len, _)| conn.rbuf.len() >= len + frame::HEADER_LEN);
-        if done.is_some() || out.len() >= RELAY_FLUSH || !more_buffered {
-            stream.write_all(&out).await.map_err(|e| Relay::Client(e.to_string()))?;
-            out.clear();
+        if offset > 0 {
+            stream
+                .write_all(&conn.rbuf[..offset])
+                .await
+                .map_err(|e| Relay::Client(e.to_string()))?;
+            conn.rbuf.advance(offset);
             replied = true;
         }
         if let Some(d) = done {
             return Ok(d);
         }
+        if split_packet {
+            let p = conn
+                .read_packet()
+                .await
+                .map_err(|e| Relay::Backend(e.to_string(), replied))?;
+            first = false;
+            let d = step(&mut tracker, &p.payload, replied)?;
+            let mut out = BytesMut::with_capacity(p.payload.len() + 64);
+            put_packet(&mut out, p.seq, &p.payload);
+            stream.write_all(&out).await.map_err(|e| Relay::Client(e.to_string()))?;
+            replied = true;
+            if let Some(d) = d {
+                return Ok(d);
+            }
+            continue;
+        }
+        fill(&mut conn.stream, &mut conn.rbuf)
+            .await
+            .map_err(|e| Relay::Backend(e.to_string(), replied))?;
+    }
+}
+
+/// Feeds one reply packet to the tracker: `Some` when the reply is complete.
+fn step(tracker: &mut ResponseTracker, payload: &[u8], replied: bool) -> Result<Option<Done>, Relay> {
+    match tracker
+        .feed(payload)
+        .map_err(|e| Relay::Backend(format!("unexpected reply: {e}"), replied))?
+    {
+        Step::Done(d) => Ok(Some(d)),
+        Step::More => Ok(None),
+        Step::LocalInfile | Step::AuthContinue => Err(Relay::Backend(
+            "the server asked for a client exchange the proxy does not relay".into(),
+            replied,
+        )),
     }
 }
