@@ -192,3 +192,40 @@ pgbouncer_use_verifier() {
   kill -HUP "$PGB_PID"
   sleep 0.5
 }
+
+# mysql_native_hash PASSWORD: MySQL's stored mysql_native_password form,
+# "*" and the uppercase hex of SHA1(SHA1(password)) (what a Gatehouse tenant's
+# `mysql_native_password` and MariaDB's PASSWORD() hold).
+mysql_native_hash() {
+  python3 -c 'import hashlib, sys
+print("*" + hashlib.sha1(hashlib.sha1(sys.argv[1].encode()).digest()).hexdigest().upper())' "$1"
+}
+
+# sysbench_detail OUTFILE ARGS...: runs `sysbench ARGS... run` with its
+# output in OUTFILE and prints "STATUS TPS TRANSACTIONS QPS QUERIES
+# LATENCY_MS ERRORS CLIENT_CPU_S" from its summary and sysbench's own CPU
+# seconds (user+system), STATUS being "ok", or "failed" when sysbench exited
+# non-zero (a thread hit an error it does not ignore) or counted no
+# transaction.
+sysbench_detail() {
+  local outfile=$1 status=ok TIMEFORMAT='%U %S'
+  shift
+  { time sysbench "$@" run >"$outfile" 2>&1; } 2>"$outfile.time" || status=failed
+  awk -v status="$status" -v cpu="$(awk '{ print $1 + $2 }' "$outfile.time")" '
+    $1 == "transactions:" { tx = $2; tps = $3; sub(/^\(/, "", tps) }
+    $1 == "queries:" { q = $2; qps = $3; sub(/^\(/, "", qps) }
+    $1 == "ignored" && $2 == "errors:" { err = $3 }
+    $1 == "avg:" && !lat { lat = $2 }
+    END {
+      if (tx + 0 == 0) status = "failed"
+      printf "%s %s %s %s %s %s %s %s\n", status, tps + 0, tx + 0, qps + 0, q + 0, lat + 0, err + 0, cpu + 0
+    }' "$outfile"
+}
+
+# machine_cpu_seconds: CPU seconds all cores have spent busy (user, nice,
+# system, irq, softirq, steal) since boot, from /proc/stat.
+machine_cpu_seconds() {
+  local tck
+  tck=$(getconf CLK_TCK)
+  awk -v t="$tck" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8 + $9) / t }' /proc/stat
+}
