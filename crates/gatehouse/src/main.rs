@@ -36,13 +36,16 @@ enum Command {
     /// Validate a configuration file and list every problem with its line.
     CheckConfig { file: PathBuf },
     /// Print the verifier to put in a tenant's `scram_verifier` (or, with
-    /// --md5, its `md5_hash`). The password is read from standard input.
+    /// --md5, its `md5_hash`; with --mysql, its `mysql_native_password`).
+    /// The password is read from standard input.
     HashPassword {
         /// The tenant (user) name; needed for md5.
         #[arg(long)]
         user: Option<String>,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "mysql")]
         md5: bool,
+        #[arg(long)]
+        mysql: bool,
     },
     /// Manage the encrypted secrets file (backend credentials).
     #[command(subcommand)]
@@ -57,7 +60,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run { config } => run(config),
         Command::CheckConfig { file } => check(&file),
-        Command::HashPassword { user, md5 } => hash_password(user, md5),
+        Command::HashPassword { user, md5, mysql } => hash_password(user, md5, mysql),
         Command::Secrets(command) => cli::secrets::run(command),
         Command::Token(command) => cli::token::run(command),
     };
@@ -95,13 +98,19 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn hash_password(user: Option<String>, md5: bool) -> anyhow::Result<ExitCode> {
+fn hash_password(user: Option<String>, md5: bool, mysql: bool) -> anyhow::Result<ExitCode> {
     let mut password = String::new();
     std::io::stdin()
         .read_line(&mut password)
         .context("reading the password from standard input")?;
     let password = password.trim_end_matches(['\r', '\n']);
-    if md5 {
+    if mysql {
+        use gatehouse_proto_mysql::auth::native_password;
+        println!(
+            "{}",
+            native_password::format_stored(&native_password::stored_hash(password.as_bytes()))
+        );
+    } else if md5 {
         let user = user.context("--md5 needs --user")?;
         println!("{}", md5_stored(&user, password));
     } else {

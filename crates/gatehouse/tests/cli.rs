@@ -67,6 +67,9 @@ fn hashed_passwords_make_a_valid_config() {
     assert!(!scram.contains("s3cret"));
     let md5 = hash("s3cret", &["--md5", "--user", "bob"]);
     assert_eq!(md5, gatehouse_proto_pg::auth::md5::md5_stored("bob", "s3cret"));
+    // MySQL's own PASSWORD('secret').
+    let mysql = hash("secret\n", &["--mysql"]);
+    assert_eq!(mysql, "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7");
     let text = format!(
         r#"[[clusters]]
 name = "main"
@@ -95,12 +98,18 @@ name = "bob"
 databases = ["b"]
 secret = "s"
 md5_hash = "{md5}"
+
+[[tenants]]
+name = "carol"
+databases = ["c"]
+secret = "s"
+mysql_native_password = "{mysql}"
 "#
     );
     let path = temp_file("good.toml", &text);
     let out = gatehouse().arg("check-config").arg(&path).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8(out.stdout).unwrap().contains("2 tenants"));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("3 tenants"));
     let _ = std::fs::remove_file(path);
 }
 
