@@ -12,13 +12,17 @@ use std::sync::Arc;
 use gatehouse_proto_mysql::command::{rewrite_stmt_id, stmt_id_at};
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::errors::{self, MyError};
+use gatehouse_proto_mysql::frame;
 use gatehouse_proto_mysql::packets::is_err;
+use gatehouse_proto_mysql::prepare::StmtPrepareOk;
 use gatehouse_proto_mysql::response::{ResponseKind, ResponseTracker, Step};
 use gatehouse_proto_mysql::stmt_execute::{new_params_bound, param_types, with_param_types};
 
 use super::backend::MyConn;
 use super::txn::{Fatal, Session};
 use crate::engine::stream::ClientStream;
+use crate::error::{Condition, ProxyError};
+use tokio::io::AsyncWriteExt;
 
 /// Statements one backend connection keeps prepared; past this, the
 /// connection closes all of them and starts over (a client that prepares
@@ -49,18 +53,39 @@ pub struct Statements {
 }
 
 /// A statement prepared on one backend connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BackendStmt {
     pub id: u32,
+    pub params: u16,
     /// Whether this connection has been sent the parameter types.
     pub types_sent: bool,
+    /// The server's reply to the prepare (framed, as the client got it):
+    /// another client preparing the same text on this connection is
+    /// answered with it (its own id written in) instead of a new prepare.
+    pub reply: Option<bytes::Bytes>,
 }
 
-async fn remember(conn: &mut MyConn, sql: Arc<str>, id: u32) {
+/// What an execute needs of a statement on its connection.
+#[derive(Debug, Clone, Copy)]
+struct OnConn {
+    id: u32,
+    types_sent: bool,
+}
+
+impl OnConn {
+    fn of(b: &BackendStmt) -> Self {
+        OnConn {
+            id: b.id,
+            types_sent: b.types_sent,
+        }
+    }
+}
+
+async fn remember(conn: &mut MyConn, sql: Arc<str>, stmt: BackendStmt) {
     if conn.prepared.len() >= MAX_PREPARED_PER_CONNECTION {
         conn.close_all_prepared().await;
     }
-    if let Some(old) = conn.prepared.insert(sql, BackendStmt { id, types_sent: false }) {
+    if let Some(old) = conn.prepared.insert(sql, stmt) {
         conn.close_prepared(old.id).await;
     }
 }
@@ -91,16 +116,16 @@ pub async fn command(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[
         COM_STMT_RESET => {
             s.long_data = false;
             s.cursor_open = false;
-            let on_conn = s.lease.as_mut().and_then(|l| l.conn().prepared.get(&sql).copied());
+            let on_conn = s.lease.as_mut().and_then(|l| l.conn().prepared.get(&sql).map(|b| b.id));
             match on_conn {
-                Some(b) => forward_with_id(s, stream, payload, b.id).await,
+                Some(id) => forward_with_id(s, stream, payload, id).await,
                 None => s.local_ok(stream).await,
             }
         }
         COM_STMT_FETCH => {
-            let on_conn = s.lease.as_mut().and_then(|l| l.conn().prepared.get(&sql).copied());
+            let on_conn = s.lease.as_mut().and_then(|l| l.conn().prepared.get(&sql).map(|b| b.id));
             match on_conn {
-                Some(b) if s.cursor_open => forward_with_id(s, stream, payload, b.id).await,
+                Some(id) if s.cursor_open => forward_with_id(s, stream, payload, id).await,
                 _ => {
                     let msg = format!("The statement ({id}) has no open cursor");
                     s.error(stream, 1, ER_STMT_HAS_NO_OPEN_CURSOR, &msg).await
@@ -129,7 +154,39 @@ async fn prepare(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8])
     let sql: Arc<str> = String::from_utf8_lossy(&payload[1..]).into();
     s.stmts.next_id = s.stmts.next_id.wrapping_add(1).max(1);
     let client_id = s.stmts.next_id;
-    let Some(done) = s.forward_as(stream, payload, Some(client_id)).await? else {
+    // Already prepared on the connection serving the client: answered from
+    // the server's earlier reply, without a round trip.
+    let known = match s.conn().await {
+        Ok(conn) => conn.prepared.get(&sql).cloned(),
+        // forward_as borrows again and tells the client why it cannot.
+        Err(_) => None,
+    };
+    if let Some(BackendStmt {
+        params,
+        reply: Some(reply),
+        ..
+    }) = known
+    {
+        let mut out = bytes::BytesMut::from(&reply[..]);
+        let _ = gatehouse_proto_mysql::prepare::rewrite_prepare_ok_id(&mut out[frame::HEADER_LEN..], client_id);
+        stream.write_all(&out).await.map_err(|e| {
+            (
+                0,
+                ProxyError::new(Condition::ProtocolViolation, "client write failed").with_detail(e.to_string()),
+            )
+        })?;
+        s.stmts.by_id.insert(
+            client_id,
+            ClientStmt {
+                sql,
+                params,
+                types: None,
+            },
+        );
+        return Ok(());
+    }
+    let mut reply = bytes::BytesMut::new();
+    let Some(done) = s.forward_as(stream, payload, Some(client_id), Some(&mut reply)).await? else {
         return Ok(());
     };
     if let Some(ok) = done.prepare_ok {
@@ -142,7 +199,13 @@ async fn prepare(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8])
             },
         );
         if let Some(lease) = s.lease.as_mut() {
-            remember(lease.conn(), sql, ok.stmt_id).await;
+            let stmt = BackendStmt {
+                id: ok.stmt_id,
+                params: ok.num_params,
+                types_sent: false,
+                reply: Some(reply.freeze()),
+            };
+            remember(lease.conn(), sql, stmt).await;
         }
     }
     Ok(())
@@ -218,7 +281,7 @@ async fn prepared(
     stream: &mut ClientStream,
     sql: &Arc<str>,
     reply: bool,
-) -> Result<Option<BackendStmt>, Fatal> {
+) -> Result<Option<OnConn>, Fatal> {
     let conn = match s.conn().await {
         Ok(c) => c,
         Err(e) => {
@@ -230,16 +293,22 @@ async fn prepared(
         }
     };
     if let Some(b) = conn.prepared.get(sql) {
-        return Ok(Some(*b));
+        return Ok(Some(OnConn::of(b)));
     }
     let mut cmd = Vec::with_capacity(sql.len() + 1);
     cmd.push(COM_STMT_PREPARE);
     cmd.extend_from_slice(sql.as_bytes());
     let outcome = prepare_quietly(conn, &cmd).await;
     match outcome {
-        Ok(Ok(id)) => {
-            remember(conn, sql.clone(), id).await;
-            Ok(conn.prepared.get(sql).copied())
+        Ok(Ok(ok)) => {
+            let stmt = BackendStmt {
+                id: ok.stmt_id,
+                params: ok.num_params,
+                types_sent: false,
+                reply: None,
+            };
+            remember(conn, sql.clone(), stmt).await;
+            Ok(conn.prepared.get(sql).map(OnConn::of))
         }
         Ok(Err(err_packet)) => {
             if reply {
@@ -271,7 +340,7 @@ async fn prepared(
 
 /// Prepares on `conn` without relaying: the backend id, or the server's
 /// ERR payload; `Err` when the connection failed.
-async fn prepare_quietly(conn: &mut MyConn, cmd: &[u8]) -> Result<Result<u32, Vec<u8>>, String> {
+async fn prepare_quietly(conn: &mut MyConn, cmd: &[u8]) -> Result<Result<StmtPrepareOk, Vec<u8>>, String> {
     conn.send_command(cmd).await.map_err(|e| e.to_string())?;
     let mut tracker = ResponseTracker::new(ResponseKind::StmtPrepare, false);
     let mut error = None;
@@ -283,7 +352,7 @@ async fn prepare_quietly(conn: &mut MyConn, cmd: &[u8]) -> Result<Result<u32, Ve
         match tracker.feed(&p.payload).map_err(|e| e.to_string())? {
             Step::Done(d) => {
                 return Ok(match (d.prepare_ok, error) {
-                    (Some(ok), _) => Ok(ok.stmt_id),
+                    (Some(ok), _) => Ok(ok),
                     (None, Some(e)) => Err(e),
                     (None, None) => {
                         Err(super::session::err_payload(errors::ER_UNKNOWN_ERROR, "prepare failed").to_vec())

@@ -338,15 +338,17 @@ impl Session<'_> {
     /// Sends a command to the backend (borrowing if needed) and relays the
     /// reply. `Ok(None)`: the client was sent an error instead.
     pub async fn forward(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<Option<Done>, Fatal> {
-        self.forward_as(stream, payload, None).await
+        self.forward_as(stream, payload, None, None).await
     }
 
-    /// [`Session::forward`], rewriting a PREPARE_OK's statement id to `client_id`.
+    /// [`Session::forward`], rewriting a PREPARE_OK's statement id to
+    /// `client_id`, and keeping a copy of the reply in `capture`.
     pub async fn forward_as(
         &mut self,
         stream: &mut ClientStream,
         payload: &[u8],
         client_id: Option<u32>,
+        capture: Option<&mut BytesMut>,
     ) -> Result<Option<Done>, Fatal> {
         let kind = ResponseKind::for_command(payload[0]);
         let conn = match self.conn().await {
@@ -360,7 +362,7 @@ impl Session<'_> {
         };
         let sent = conn.send_command(payload).await;
         let done = match sent {
-            Ok(()) => relay(conn, stream, kind, client_id).await,
+            Ok(()) => relay(conn, stream, kind, client_id, capture).await,
             Err(e) => Err(Relay::Backend(e.to_string(), false)),
         };
         match done {
@@ -726,6 +728,7 @@ pub async fn relay(
     stream: &mut ClientStream,
     kind: ResponseKind,
     client_id: Option<u32>,
+    mut capture: Option<&mut BytesMut>,
 ) -> Result<Done, Relay> {
     let mut tracker = ResponseTracker::new(kind, false);
     let mut replied = false;
@@ -764,6 +767,9 @@ pub async fn relay(
                 .write_all(&conn.rbuf[..offset])
                 .await
                 .map_err(|e| Relay::Client(e.to_string()))?;
+            if let Some(c) = capture.as_deref_mut() {
+                c.extend_from_slice(&conn.rbuf[..offset]);
+            }
             conn.rbuf.advance(offset);
             replied = true;
         }
@@ -780,6 +786,9 @@ pub async fn relay(
             let mut out = BytesMut::with_capacity(p.payload.len() + 64);
             put_packet(&mut out, p.seq, &p.payload);
             stream.write_all(&out).await.map_err(|e| Relay::Client(e.to_string()))?;
+            if let Some(c) = capture.as_deref_mut() {
+                c.extend_from_slice(&out);
+            }
             replied = true;
             if let Some(d) = d {
                 return Ok(d);
