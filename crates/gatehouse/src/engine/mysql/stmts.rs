@@ -107,7 +107,7 @@ pub async fn command(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[
         let msg = format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute");
         return s.error(stream, 1, errors::ER_UNKNOWN_STMT_HANDLER, &msg).await;
     };
-    let (sql, params, types) = (stmt.sql.clone(), stmt.params, stmt.types.clone());
+    let (sql, params) = (stmt.sql.clone(), stmt.params);
     match payload[0] {
         COM_STMT_CLOSE => {
             s.stmts.by_id.remove(&id);
@@ -146,7 +146,7 @@ pub async fn command(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[
             }
             Ok(())
         }
-        _ => execute(s, stream, payload, id, sql, params, types).await,
+        _ => execute(s, stream, payload, id, sql, params).await,
     }
 }
 
@@ -211,7 +211,6 @@ async fn prepare(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8])
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn execute(
     s: &mut Session<'_>,
     stream: &mut ClientStream,
@@ -219,7 +218,6 @@ async fn execute(
     id: u32,
     sql: Arc<str>,
     params: u16,
-    types: Option<Vec<u8>>,
 ) -> Result<(), Fatal> {
     let Some(b) = prepared(s, stream, &sql, true).await? else {
         return Ok(());
@@ -238,7 +236,9 @@ async fn execute(
                 types_sent = true;
             }
             Ok(false) if !b.types_sent => {
-                if let Some(t) = &types
+                // This connection has not seen the types the client sent
+                // on another one: send them along.
+                if let Some(t) = s.stmts.by_id.get(&id).and_then(|c| c.types.as_deref())
                     && let Ok(with) = with_param_types(&p, params, t)
                 {
                     p = with.to_vec();
@@ -248,7 +248,8 @@ async fn execute(
             _ => {}
         }
     }
-    if let Some(lease) = s.lease.as_mut()
+    if types_sent != b.types_sent
+        && let Some(lease) = s.lease.as_mut()
         && let Some(entry) = lease.conn().prepared.get_mut(&sql)
     {
         entry.types_sent = types_sent;
