@@ -33,13 +33,21 @@ cluster_up() {
   unset PGPASSWORD
 }
 
-# start_gatehouse DIR POOL_SIZE MODE: writes a config and starts the proxy.
-# Sets GH_PROXY_PID and GH_PROXY_PORT.
+# start_gatehouse DIR POOL_SIZE MODE [ENGINE]: writes a config (one
+# read_write endpoint, the bench tenant) and starts the proxy in front of the
+# PostgreSQL primary, or with ENGINE=mysql the MariaDB primary. Sets
+# GH_PROXY_PID and GH_PROXY_PORT.
 start_gatehouse() {
-  local dir=$1 pool=$2 mode=$3
+  local dir=$1 pool=$2 mode=$3 engine=${4:-postgres}
   GH_PROXY_PORT=$(free_port)
-  local verifier
-  verifier=$(printf '%s' "$BENCH_TENANT_PW" | "$GATEHOUSE" hash-password)
+  local backend_port auth monitor_user monitor_pw
+  if [ "$engine" = mysql ]; then
+    backend_port=$GH_MYSQL_PRIMARY_PORT monitor_user=$GH_MYSQL_USER monitor_pw=$GH_MYSQL_PASSWORD
+    auth="mysql_native_password = \"$(printf '%s' "$BENCH_TENANT_PW" | "$GATEHOUSE" hash-password --mysql)\""
+  else
+    backend_port=$GH_PG_PRIMARY_PORT monitor_user=$GH_PG_USER monitor_pw=$GH_PG_PASSWORD
+    auth="scram_verifier = \"$(printf '%s' "$BENCH_TENANT_PW" | "$GATEHOUSE" hash-password)\""
+  fi
   cat >"$dir/gatehouse.toml" <<TOML
 [proxy]
 log_filter = "warn"
@@ -47,8 +55,8 @@ worker_threads = ${GH_WORKER_THREADS:-1}
 
 [[clusters]]
 name = "bench"
-engine = "postgres"
-backends = ["127.0.0.1:$GH_PG_PRIMARY_PORT"]
+engine = "$engine"
+backends = ["127.0.0.1:$backend_port"]
 monitor_secret = "monitor"
 pool = { size = $pool, borrow_timeout = "30s" }
 
@@ -64,7 +72,7 @@ max_client_connections = 20000
 name = "$BENCH_TENANT"
 databases = ["$BENCH_DB"]
 secret = "owner"
-scram_verifier = "$verifier"
+$auth
 
 [[secrets]]
 name = "owner"
@@ -73,8 +81,8 @@ password = "$BENCH_OWNER_PW"
 
 [[secrets]]
 name = "monitor"
-user = "$GH_PG_USER"
-password = "$GH_PG_PASSWORD"
+user = "$monitor_user"
+password = "$monitor_pw"
 TOML
   "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
   "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &
@@ -193,14 +201,6 @@ pgbouncer_use_verifier() {
   sleep 0.5
 }
 
-# mysql_native_hash PASSWORD: MySQL's stored mysql_native_password form,
-# "*" and the uppercase hex of SHA1(SHA1(password)) (what a Gatehouse tenant's
-# `mysql_native_password` and MariaDB's PASSWORD() hold).
-mysql_native_hash() {
-  python3 -c 'import hashlib, sys
-print("*" + hashlib.sha1(hashlib.sha1(sys.argv[1].encode()).digest()).hexdigest().upper())' "$1"
-}
-
 # sysbench_detail OUTFILE ARGS...: runs `sysbench ARGS... run` with its
 # output in OUTFILE and prints "STATUS TPS TRANSACTIONS QPS QUERIES
 # LATENCY_MS ERRORS CLIENT_CPU_S" from its summary and sysbench's own CPU
@@ -228,4 +228,24 @@ machine_cpu_seconds() {
   local tck
   tck=$(getconf CLK_TCK)
   awk -v t="$tck" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8 + $9) / t }' /proc/stat
+}
+
+# mean_of CELL_A CELL_B TARGET COL FMT: mean of COL over the ok runs of a
+# cell in "$results" (rows: A B TARGET ROUND ok|failed ...): "failed" when
+# none was ok, a "*" suffix when some failed, "-" when COL is "-" throughout
+# (a proxy figure of a direct run).
+mean_of() {
+  awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" -v fmt="$5" '
+    $1 == w && $2 == t && $3 == tg { n++; if ($5 == "ok" && $col != "-") { ok++; s += $col } else if ($col == "-") dash++ }
+    END {
+      if (!n || dash == n) print "-"
+      else if (!ok) print "failed"
+      else printf fmt "%s\n", s / ok, (ok < n ? "*" : "")
+    }' "$results"
+}
+
+# rat A B: A/B when both are numbers (a "*" suffix is ignored), else "-".
+rat() {
+  awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN {
+    if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
 }

@@ -81,60 +81,11 @@ mysql_cluster_up() {
     >"$DIR/prepare.log" 2>&1 || { cat "$DIR/prepare.log" >&2; return 1; }
 }
 
-# start_gatehouse_mysql DIR POOL_SIZE: writes a config (one read_write
-# endpoint in transaction mode, the tenant's mysql_native_password hash)
-# and starts the proxy. Sets GH_PROXY_PID and GH_PROXY_PORT.
-start_gatehouse_mysql() {
-  local dir=$1 pool=$2 hash
-  GH_PROXY_PORT=$(free_port)
-  hash=$(mysql_native_hash "$BENCH_TENANT_PW")
-  cat >"$dir/gatehouse.toml" <<TOML
-[proxy]
-log_filter = "warn"
-worker_threads = ${GH_WORKER_THREADS:-1}
-
-[[clusters]]
-name = "bench"
-engine = "mysql"
-backends = ["127.0.0.1:$GH_MYSQL_PRIMARY_PORT"]
-monitor_secret = "monitor"
-pool = { size = $pool, borrow_timeout = "30s" }
-
-[[endpoints]]
-name = "rw"
-listen = "127.0.0.1:$GH_PROXY_PORT"
-cluster = "bench"
-role = "read_write"
-pool_mode = "transaction"
-max_client_connections = 20000
-
-[[tenants]]
-name = "$BENCH_TENANT"
-databases = ["$BENCH_DB"]
-secret = "owner"
-mysql_native_password = "$hash"
-
-[[secrets]]
-name = "owner"
-user = "$BENCH_OWNER"
-password = "$BENCH_OWNER_PW"
-
-[[secrets]]
-name = "monitor"
-user = "$GH_MYSQL_USER"
-password = "$GH_MYSQL_PASSWORD"
-TOML
-  "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
-  "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &
-  GH_PROXY_PID=$!
-  wait_port 127.0.0.1 "$GH_PROXY_PORT"
-}
-
 SB_COMMON=(--mysql-host=127.0.0.1 --mysql-db="$BENCH_DB" --mysql-ssl=off --tables="$TABLES"
   --table-size="$TABLE_SIZE" --db-ps-mode="$PS_MODE" --report-interval=0)
 log "starting MariaDB (max_connections $MAX_CONNECTIONS), loading $TABLES x $TABLE_SIZE rows, starting Gatehouse (pool $POOL, transaction mode)"
 mysql_cluster_up "$DIR/cluster"
-start_gatehouse_mysql "$DIR" "$POOL"
+start_gatehouse "$DIR" "$POOL" transaction mysql
 MARIADB_VERSION=$("$TESTKIT" sql --dir "$DIR/cluster" "$GH_MYSQL_PRIMARY" "SELECT VERSION()")
 log "MariaDB $MARIADB_VERSION, $(sysbench --version)"
 
@@ -221,24 +172,8 @@ for cell in "${cells[@]}"; do
   done
 done
 
-# mean_of W T TARGET COL FMT: mean of COL over the ok runs ("failed" when none
-# was ok, a "*" suffix when some failed); "-" for a direct proxy CPU figure.
-mean_of() {
-  awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" -v fmt="$5" '
-    $1 == w && $2 == t && $3 == tg { n++; if ($5 == "ok" && $col != "-") { ok++; s += $col } else if ($col == "-") dash++ }
-    END {
-      if (!n || dash == n) print "-"
-      else if (!ok) print "failed"
-      else printf fmt "%s\n", s / ok, (ok < n ? "*" : "")
-    }' "$results"
-}
 # sum_of W T TARGET COL: sum of COL over all runs of the cell.
 sum_of() { awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" '$1 == w && $2 == t && $3 == tg { s += $col } END { print s + 0 }' "$results"; }
-# rat A B: A/B when both are numbers (a "*" suffix is ignored), else "-".
-rat() {
-  awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN {
-    if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
-}
 # target_note W T RATIO: the issue's target for the cell, met or not.
 target_note() {
   local want=

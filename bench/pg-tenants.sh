@@ -204,9 +204,6 @@ pg_cpu_of() {
 }
 # field TARGET N: column N of TARGET's row in the loadgen table.
 field() { awk -v t="$1" -v n="$2" '$1 == t && NF == 9 { print $n; exit }' "$DIR/storm.txt"; }
-rat() {
-  awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
-}
 
 report() {
   local t n pgc

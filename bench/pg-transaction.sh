@@ -203,24 +203,8 @@ for cell in "${cells[@]}"; do
   done
 done
 
-# mean_of W C TARGET COL FMT: mean of COL over the ok runs ("failed" when none
-# was ok, a "*" suffix when some failed); "-" for a direct CPU figure.
-mean_of() {
-  awk -v w="$1" -v c="$2" -v t="$3" -v col="$4" -v fmt="$5" '
-    $1 == w && $2 == c && $3 == t { n++; if ($5 == "ok" && $col != "-") { ok++; s += $col } else if ($col == "-") dash++ }
-    END {
-      if (!n || dash == n) print "-"
-      else if (!ok) print "failed"
-      else printf fmt "%s\n", s / ok, (ok < n ? "*" : "")
-    }' "$results"
-}
 # maxcell W C TARGET COL: maximum of COL over all runs of the cell.
 maxcell() { awk -v w="$1" -v c="$2" -v t="$3" -v col="$4" '$1 == w && $2 == c && $3 == t && $col > m { m = $col } END { print m + 0 }' "$results"; }
-# rat A B: A/B when both are numbers (a "*" suffix is ignored), else "-".
-rat() {
-  awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN {
-    if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
-}
 label() {
   case $1 in
     simple) echo "-S" ;;
