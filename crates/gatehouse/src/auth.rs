@@ -115,7 +115,9 @@ impl Check<'_> {
         Ok(())
     }
 
-    async fn hash<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, AuthFailure> {
+    /// Runs costly credential work (PBKDF2, RSA decryption) off the network
+    /// threads, at most as many at once as the hashing semaphore allows.
+    pub async fn hash<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, AuthFailure> {
         let _permit = self.hashing.acquire().await.map_err(|_| AuthFailure::Interrupted)?;
         tokio::task::spawn_blocking(work)
             .await

@@ -1,7 +1,8 @@
 //! The MySQL engine's backend connections against a real MariaDB primary and
 //! replica: login (root and a native-password user, with and without a
 //! database, wrong password), text queries (NULLs, several result sets,
-//! server errors), COM_RESET_CONNECTION, role probes, `KILL QUERY` cancels
+//! server errors), MariaDB's ed25519 plugin (key derivation checked
+//! against the server's), COM_RESET_CONNECTION, role probes, `KILL QUERY` cancels
 //! and the idle liveness check. One cluster serves every check, run in order.
 
 use std::time::{Duration, Instant};
@@ -79,6 +80,7 @@ fn mysql_backend_connections() -> Result<()> {
         .build()?;
     rt.block_on(async {
         login(&env).await.context("login")?;
+        ed25519_login(&env, &cluster, &primary.name).await.context("ed25519")?;
         queries(&env).await.context("queries")?;
         reset(&env).await.context("reset")?;
         probe(&env).await.context("probe")?;
@@ -163,6 +165,49 @@ async fn login(env: &Env) -> Result<()> {
         err.condition == Condition::BackendUnavailable && err.retry_safe,
         "{err:?}"
     );
+    Ok(())
+}
+
+/// A user identified via MariaDB's ed25519 plugin: the server switches the
+/// backend login to `client_ed25519`, and the key the proxy derives from the
+/// password is the one the server stored.
+async fn ed25519_login(env: &Env, cluster: &Cluster, primary: &str) -> Result<()> {
+    use base64::Engine as _;
+    use gatehouse_proto_mysql::auth::ed25519;
+    const ED_USER: &str = "gh_ed_user";
+    const ED_PASSWORD: &str = "ed-secret-pw";
+    cluster.mysql_sql(
+        primary,
+        &format!(
+            "INSTALL SONAME 'auth_ed25519'; \
+             CREATE USER '{ED_USER}'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('{ED_PASSWORD}'); \
+             GRANT ALL ON {DATABASE}.* TO '{ED_USER}'@'%';"
+        ),
+    )?;
+    let stored = cluster.mysql_sql(
+        primary,
+        &format!("SELECT JSON_VALUE(Priv, '$.authentication_string') FROM mysql.global_priv WHERE User = '{ED_USER}'"),
+    )?;
+    let ours = base64::engine::general_purpose::STANDARD_NO_PAD.encode(ed25519::public_key(ED_PASSWORD.as_bytes()));
+    ensure!(
+        stored.trim() == ours,
+        "server stored {stored:?}, the proxy derives {ours:?}"
+    );
+
+    let mut c = backend::connect(&env.primary, ED_USER, ED_PASSWORD.as_bytes(), Some(DATABASE), TIMEOUT)
+        .await
+        .context("ed25519 user connect")?;
+    let who = c.query("SELECT CURRENT_USER(), DATABASE()").await?;
+    ensure!(
+        who.rows == vec![vec![Some(format!("{ED_USER}@%")), Some(DATABASE.to_owned())]],
+        "{who:?}"
+    );
+    c.close().await;
+    let err = backend::connect(&env.primary, ED_USER, b"wrong-ed-pw", None, TIMEOUT)
+        .await
+        .err()
+        .context("ed25519 login with a wrong password succeeded")?;
+    ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1045")), "{err:?}");
     Ok(())
 }
 

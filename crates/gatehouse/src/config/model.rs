@@ -107,6 +107,22 @@ pub struct EndpointSettings {
     pub client_auth: ClientAuth,
     /// Tokens over plain TCP (local testing only): off by default.
     pub allow_plaintext_tokens: bool,
+    /// MySQL endpoints: the authentication plugin the greeting names.
+    pub mysql_default_auth: MysqlDefaultAuth,
+    /// MySQL endpoints: the RSA key for `caching_sha2_password` full
+    /// authentication over plain TCP (without it, such clients are switched
+    /// to `mysql_native_password`).
+    pub mysql_rsa_key: Option<Arc<gatehouse_proto_mysql::auth::rsa_exchange::ServerKey>>,
+}
+
+/// The plugin a MySQL endpoint's greeting proposes; clients answer in it
+/// and are switched when the tenant needs another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MysqlDefaultAuth {
+    /// `mysql_native_password`: MariaDB's default, and what old clients know.
+    Native,
+    /// `caching_sha2_password`: MySQL 8's default.
+    CachingSha2,
 }
 
 /// How an endpoint asks clients to authenticate. The method is the

@@ -121,6 +121,11 @@ pub struct RawEndpoint {
     pub tls: Option<Spanned<RawTls>>,
     pub client_auth: Option<Spanned<String>>,
     pub allow_plaintext_tokens: Option<bool>,
+    /// MySQL endpoints: the plugin named in the greeting.
+    pub mysql_default_auth: Option<Spanned<String>>,
+    /// MySQL endpoints: PEM file of the RSA key for `caching_sha2_password`
+    /// full authentication without TLS.
+    pub mysql_rsa_key: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

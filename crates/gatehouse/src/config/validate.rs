@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gatehouse_proto_mysql::auth::rsa_exchange::ServerKey;
 use gatehouse_proto_pg::auth::scram::ScramVerifier;
 use gatehouse_proto_pg::frame::PQ_LARGE_MESSAGE_LIMIT;
 use toml::Spanned;
@@ -385,6 +386,7 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 "client_auth = \"password\" sends passwords and tokens: it needs [endpoints.tls] (or allow_plaintext_tokens = true for local testing)",
             );
         }
+        let (mysql_default_auth, mysql_rsa_key) = mysql_auth(cx, e, cluster.as_deref());
         if let (Some(listen), Some(cluster), Some(role), Some(pool_mode)) = (listen, cluster, role, pool_mode) {
             out.push(Arc::new(EndpointSettings {
                 name: e.name.get_ref().clone(),
@@ -399,10 +401,60 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 tls,
                 client_auth,
                 allow_plaintext_tokens: e.allow_plaintext_tokens.unwrap_or(false),
+                mysql_default_auth,
+                mysql_rsa_key,
             }));
         }
     }
     out
+}
+
+/// An endpoint's MySQL authentication keys: only for MySQL clusters.
+fn mysql_auth(
+    cx: &mut Ctx,
+    e: &RawEndpoint,
+    cluster: Option<&ClusterSettings>,
+) -> (MysqlDefaultAuth, Option<Arc<ServerKey>>) {
+    let is_mysql = cluster.is_none_or(|c| c.engine == EngineKind::Mysql);
+    for (key, name) in [
+        (&e.mysql_default_auth, "mysql_default_auth"),
+        (&e.mysql_rsa_key, "mysql_rsa_key"),
+    ] {
+        if let Some(k) = key
+            && !is_mysql
+        {
+            cx.at(k, format!("{name} applies to endpoints of MySQL clusters only"));
+        }
+    }
+    let default_auth = match e.mysql_default_auth.as_ref().map(|a| (a, a.get_ref().as_str())) {
+        None | Some((_, "mysql_native_password")) => MysqlDefaultAuth::Native,
+        Some((_, "caching_sha2_password")) => MysqlDefaultAuth::CachingSha2,
+        Some((a, other)) => {
+            cx.at(
+                a,
+                format!(
+                    "unknown mysql_default_auth \"{other}\" (expected \"mysql_native_password\" or \"caching_sha2_password\")"
+                ),
+            );
+            MysqlDefaultAuth::Native
+        }
+    };
+    let rsa_key = e.mysql_rsa_key.as_ref().and_then(|k| {
+        let path = cx.base.join(k.get_ref());
+        let loaded = std::fs::read_to_string(&path)
+            .map_err(|err| format!("cannot read mysql_rsa_key {}: {err}", path.display()))
+            .and_then(|pem| {
+                ServerKey::from_pem(&pem).map_err(|err| format!("mysql_rsa_key {}: {err}", path.display()))
+            });
+        match loaded {
+            Ok(key) => Some(Arc::new(key)),
+            Err(msg) => {
+                cx.at(k, msg);
+                None
+            }
+        }
+    });
+    (default_auth, rsa_key)
 }
 
 fn tenants(

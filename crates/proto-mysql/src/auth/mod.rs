@@ -1,12 +1,15 @@
 //! Password-based authentication computations: `mysql_native_password`,
-//! `caching_sha2_password` (fast path) and `mysql_clear_password`, plus a
+//! `caching_sha2_password` (fast path, and the RSA exchange of its full path),
+//! MariaDB's `client_ed25519` and `mysql_clear_password`, plus a
 //! constant-time comparison and nonce generation. Driving the exchange (which
 //! packet comes next) is the caller's job; these are the pure computations.
 
 pub mod caching_sha2;
 pub mod clear_password;
 mod double_hash;
+pub mod ed25519;
 pub mod native_password;
+pub mod rsa_exchange;
 
 use rand::RngCore;
 

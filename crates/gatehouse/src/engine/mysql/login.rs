@@ -4,9 +4,11 @@
 //!
 //! * `mysql_native_password` against the tenant's stored SHA1(SHA1(pw));
 //! * `caching_sha2_password`: the fast path from a verifier cached after
-//!   the tenant's last full authentication, else the full path (the
-//!   password sent as such) over TLS; over plain TCP the client is switched
-//!   to `mysql_native_password`;
+//!   the tenant's last full authentication, else the full path: the
+//!   password sent as such over TLS, or RSA-encrypted over plain TCP when
+//!   the endpoint has `mysql_rsa_key` (the client asks for the public key,
+//!   or has it already); over plain TCP without a key the client is
+//!   switched to `mysql_native_password`;
 //! * `mysql_clear_password` (over TLS, or where plaintext tokens are
 //!   allowed) on `client_auth = "password"` endpoints and for tenants that
 //!   have no MySQL hash: a signed token or the tenant's password, checked
@@ -28,7 +30,7 @@ use tokio_rustls::TlsAcceptor;
 use super::MyEngine;
 use super::io::{read_packet, write_packet};
 use crate::auth::Check;
-use crate::config::{ClientAuth, EndpointSettings, Tenant};
+use crate::config::{ClientAuth, EndpointSettings, MysqlDefaultAuth, Tenant};
 use crate::core::Core;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
@@ -116,7 +118,10 @@ pub async fn greet(
         mariadb_ext_caps: 0,
         charset: DEFAULT_COLLATION,
         status: SERVER_STATUS_AUTOCOMMIT,
-        auth_plugin: NATIVE.into(),
+        auth_plugin: match endpoint.mysql_default_auth {
+            MysqlDefaultAuth::Native => NATIVE.into(),
+            MysqlDefaultAuth::CachingSha2 => CACHING_SHA2.into(),
+        },
     };
     let mut out = BytesMut::new();
     greeting.encode(&mut out);
@@ -232,14 +237,39 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 more_data(phase, caching_sha2::PERFORM_FULL_AUTH).await?;
                 let answer = phase.read().await?;
                 let password = zeroize::Zeroizing::new(clear_password::decode(&answer).to_vec());
-                let good = native_hash.is_some_and(|h| ct_eq(&native_password::stored_hash(&password), &h));
-                if good && let Some(t) = &tenant {
-                    core.engine
-                        .remember_sha2_verifier(&t.name, caching_sha2::stored_hash(&password));
-                }
-                good
+                full_auth_check(core, tenant.as_deref(), native_hash, &password)
             }
-            _ => native_exchange(phase, nonce, native_hash, None).await?,
+            _ => match &endpoint.mysql_rsa_key {
+                Some(key) => {
+                    more_data(phase, caching_sha2::PERFORM_FULL_AUTH).await?;
+                    let mut answer = phase.read().await?;
+                    if answer == [caching_sha2::REQUEST_PUBLIC_KEY] {
+                        let mut out = BytesMut::new();
+                        AuthMoreData {
+                            data: key.public_pem().as_bytes().to_vec(),
+                        }
+                        .encode(&mut out);
+                        phase.write(&out).await?;
+                        answer = phase.read().await?;
+                    }
+                    let (key, nonce) = (Arc::clone(key), *nonce);
+                    let decrypted = check
+                        .hash(move || key.decrypt_password(&answer, &nonce))
+                        .await
+                        .map_err(|e| {
+                            ProxyError::new(Condition::Internal, "authentication interrupted")
+                                .with_detail(e.to_string())
+                        })?;
+                    match decrypted {
+                        Ok(password) => full_auth_check(core, tenant.as_deref(), native_hash, &password),
+                        Err(reason) => {
+                            tracing::info!(user, %reason, "caching_sha2_password RSA exchange refused");
+                            false
+                        }
+                    }
+                }
+                None => native_exchange(phase, nonce, native_hash, None).await?,
+            },
         }
     } else {
         let first = (plugin == NATIVE).then_some(response.auth_response.as_slice());
@@ -249,6 +279,22 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
         Some(t) if ok => Ok(t),
         _ => Err(access_denied(user)),
     }
+}
+
+/// The full path of `caching_sha2_password`: `password` against the
+/// tenant's stored native hash; a match caches the fast-path verifier.
+fn full_auth_check(
+    core: &Core<MyEngine>,
+    tenant: Option<&Tenant>,
+    native_hash: Option<[u8; 20]>,
+    password: &[u8],
+) -> bool {
+    let good = native_hash.is_some_and(|h| ct_eq(&native_password::stored_hash(password), &h));
+    if good && let Some(t) = tenant {
+        core.engine
+            .remember_sha2_verifier(&t.name, caching_sha2::stored_hash(password));
+    }
+    good
 }
 
 /// `mysql_native_password`: checks `first` (the handshake's answer), or

@@ -1,20 +1,26 @@
 //! The connection phase towards a backend, as a client: read the server's
 //! HandshakeV10, answer with HandshakeResponse41, then follow the server
-//! through at most one AuthSwitchRequest and the `caching_sha2_password`
-//! fast path until OK or ERR.
+//! through at most one AuthSwitchRequest and the plugin's extra round trips
+//! until OK or ERR.
 //!
-//! Supported plugins: `mysql_native_password` (what MariaDB 10.11 uses) and
-//! the fast path of `caching_sha2_password`. The full `caching_sha2_password`
-//! exchange (the server has not cached the password hash yet) needs TLS or
-//! the server's RSA key, which backend connections do not use yet, so it
-//! fails with a clear error. `mysql_clear_password` is refused: the password
-//! is never sent in clear text over plain TCP.
+//! Supported plugins:
+//! * `mysql_native_password` (MariaDB's and MySQL 5.7's default);
+//! * `caching_sha2_password` (MySQL 8's default): the fast path, and the
+//!   full path (the server has not cached the password hash yet, e.g. after
+//!   a restart) over plain TCP with the server's RSA key, requested from the
+//!   server: the password goes RSA-OAEP encrypted, XORed with the nonce;
+//! * MariaDB's `client_ed25519`: the nonce signed with the key derived from
+//!   the password.
+//!
+//! `mysql_clear_password` is refused: the password is never sent in clear
+//! text over plain TCP.
 //!
 //! Reference: MySQL "Connection Phase", "Authentication Method Mismatch",
-//! "Caching_sha2_password information".
+//! "Caching_sha2_password information"; MariaDB "Authentication Plugin -
+//! ed25519".
 
 use bytes::BytesMut;
-use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, native_password};
+use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, ed25519, native_password, rsa_exchange};
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::handshake::auth_switch::{AUTH_MORE_DATA_HEADER, AUTH_SWITCH_HEADER};
 use gatehouse_proto_mysql::handshake::{AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10};
@@ -53,11 +59,8 @@ pub enum LoginError {
     Server(ErrPacket),
     #[error("the server asked for mysql_clear_password, which is never sent over plain TCP")]
     ClearText,
-    #[error(
-        "caching_sha2_password full authentication needs TLS or the server's RSA key, \
-         which backend connections do not use yet"
-    )]
-    FullAuthNeeded,
+    #[error("caching_sha2_password full authentication with the server's RSA key: {0}")]
+    Rsa(#[from] rsa_exchange::RsaError),
     #[error("unsupported authentication plugin {0:?}")]
     UnsupportedPlugin(String),
     #[error("the server switched authentication plugins twice")]
@@ -114,6 +117,10 @@ pub async fn login(
         .await
         .map_err(IoError::from)?;
     let mut switched = false;
+    // The nonce the current plugin answers (the greeting's, or a switch's).
+    let mut nonce = greeting.scramble.to_vec();
+    let mut asked_for_key = false;
+    let mut sent_encrypted = false;
     loop {
         let p = io::read_packet(stream, rbuf, HANDSHAKE_PACKET_LIMIT).await?;
         let next_seq = p.last_seq.wrapping_add(1);
@@ -134,25 +141,46 @@ pub async fn login(
                 }
                 switched = true;
                 let req = AuthSwitchRequest::decode(&p.payload)?;
-                plugin = match req.plugin.as_str() {
-                    NATIVE_PASSWORD => NATIVE_PASSWORD,
-                    CACHING_SHA2_PASSWORD => CACHING_SHA2_PASSWORD,
+                let answer = match req.plugin.as_str() {
+                    ed25519::CLIENT_PLUGIN => {
+                        plugin = ed25519::CLIENT_PLUGIN;
+                        let n = ed25519::nonce_of(&req.data).ok_or(LoginError::Unexpected(AUTH_SWITCH_HEADER))?;
+                        ed25519::client_response(password, n).to_vec()
+                    }
+                    NATIVE_PASSWORD | CACHING_SHA2_PASSWORD => {
+                        plugin = if req.plugin == NATIVE_PASSWORD {
+                            NATIVE_PASSWORD
+                        } else {
+                            CACHING_SHA2_PASSWORD
+                        };
+                        let n = req.nonce().ok_or(LoginError::Unexpected(AUTH_SWITCH_HEADER))?;
+                        nonce = n.to_vec();
+                        scramble(plugin, password, &n)?
+                    }
                     CLEAR_PASSWORD => return Err(LoginError::ClearText),
                     other => return Err(LoginError::UnsupportedPlugin(other.to_owned())),
                 };
-                let nonce = req.nonce().ok_or(LoginError::Unexpected(AUTH_SWITCH_HEADER))?;
-                let answer = scramble(plugin, password, &nonce)?;
                 io::write_packet(stream, next_seq, &answer)
                     .await
                     .map_err(IoError::from)?;
             }
             AUTH_MORE_DATA_HEADER if plugin == CACHING_SHA2_PASSWORD => {
                 let more = AuthMoreData::decode(&p.payload)?;
-                match more.data.as_slice() {
-                    [caching_sha2::FAST_AUTH_SUCCESS] => {}
-                    [caching_sha2::PERFORM_FULL_AUTH] => return Err(LoginError::FullAuthNeeded),
+                let answer = match more.data.as_slice() {
+                    [caching_sha2::FAST_AUTH_SUCCESS] => continue,
+                    [caching_sha2::PERFORM_FULL_AUTH] if !asked_for_key => {
+                        asked_for_key = true;
+                        vec![caching_sha2::REQUEST_PUBLIC_KEY]
+                    }
+                    pem if asked_for_key && !sent_encrypted && pem.starts_with(b"-----BEGIN") => {
+                        sent_encrypted = true;
+                        rsa_exchange::encrypt_password(password, &nonce, pem)?
+                    }
                     _ => return Err(LoginError::Unexpected(AUTH_MORE_DATA_HEADER)),
-                }
+                };
+                io::write_packet(stream, next_seq, &answer)
+                    .await
+                    .map_err(IoError::from)?;
             }
             other => return Err(LoginError::Unexpected(other)),
         }
@@ -194,7 +222,7 @@ impl LoginError {
                 refused(user)
             }
             LoginError::ClearText
-            | LoginError::FullAuthNeeded
+            | LoginError::Rsa(_)
             | LoginError::UnsupportedPlugin(_)
             | LoginError::SecondSwitch => refused(user),
             _ => ProxyError::new(
