@@ -399,3 +399,53 @@ fn mysql_native_password_hash_alone_is_enough_and_is_checked() {
         assert!(p.iter().any(|p| p.line == Some(line)), "{p:?}");
     }
 }
+
+#[test]
+fn mysql_auth_keys_are_checked() {
+    // Only MySQL endpoints take them.
+    let p = problems(&good().replace(
+        "role = \"read_write\"",
+        "role = \"read_write\"\nmysql_default_auth = \"caching_sha2_password\"",
+    ));
+    assert!(p[0].message.contains("MySQL clusters only"), "{p:?}");
+    let mysql = good().replace("engine = \"postgres\"", "engine = \"mysql\"");
+    let s = parse(
+        &mysql.replace(
+            "role = \"read_write\"",
+            "role = \"read_write\"\nmysql_default_auth = \"caching_sha2_password\"",
+        ),
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(s.endpoints[0].mysql_default_auth, MysqlDefaultAuth::CachingSha2);
+    assert!(s.endpoints[0].mysql_rsa_key.is_none());
+    let p = problems(&mysql.replace(
+        "role = \"read_write\"",
+        "role = \"read_write\"\nmysql_default_auth = \"sha256_password\"",
+    ));
+    assert!(p[0].message.contains("unknown mysql_default_auth"), "{p:?}");
+    let p = problems(&mysql.replace(
+        "role = \"read_write\"",
+        "role = \"read_write\"\nmysql_rsa_key = \"/nonexistent-rsa.pem\"",
+    ));
+    assert!(p[0].message.contains("cannot read mysql_rsa_key"), "{p:?}");
+    let dir = std::env::temp_dir().join(format!("gatehouse-config-rsa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("k.pem"),
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let p = match parse(
+        &mysql.replace(
+            "role = \"read_write\"",
+            "role = \"read_write\"\nmysql_rsa_key = \"k.pem\"",
+        ),
+        &dir,
+    ) {
+        Ok(_) => panic!("a broken key was accepted"),
+        Err(p) => p.0,
+    };
+    assert!(p[0].message.contains("not an RSA key"), "{p:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,6 +5,7 @@
 
 mod auth;
 mod differential;
+mod plugins;
 mod queries;
 mod session;
 mod tokens;
@@ -81,9 +82,15 @@ pub const TENANTS: &[(&str, &str, &str)] = &[
     ("alice", "alice-pw", "\"app1\""),
     ("bob", "bob-pw", "\"app2\""),
     ("multi", "multi-pw", "\"app1\", \"app2\""),
+    // caching_sha2_password cases: each starts with no cached verifier.
+    ("carol", "carol-pw", "\"app1\""),
+    ("dave", "dave-pw", "\"app1\""),
+    ("erin", "erin-pw", "\"app1\""),
+    // Reaches the cluster through the proxy's own "sha2" endpoint as carol.
+    ("chained", "chained-pw", "\"app1\""),
 ];
 
-fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
+fn config_text(cluster: &Cluster, dir: &Path, sha2_port: u16) -> Result<String> {
     let primary = cluster.mysql_primary().context("no primary")?;
     let backends: Vec<String> = std::iter::once(primary)
         .chain(cluster.mysql_replicas())
@@ -153,6 +160,41 @@ role = "read_write"
 client_auth = "password"
 tls = {{ cert = "{d}/server.pem", key = "{d}/server.key" }}
 
+# MySQL 8's default plugin, with the RSA exchange for plain TCP.
+[[endpoints]]
+name = "sha2"
+listen = "127.0.0.1:{sha2_port}"
+cluster = "my"
+role = "read_write"
+mysql_default_auth = "caching_sha2_password"
+mysql_rsa_key = "{d}/rsa.pem"
+
+# A cluster whose one backend is the proxy's own "sha2" endpoint: its
+# backend logins run caching_sha2_password's full and fast paths.
+[[clusters]]
+name = "mychain"
+engine = "mysql"
+backends = ["127.0.0.1:{sha2_port}"]
+monitor_secret = "via_sha2_monitor"
+health_check_interval = "1s"
+pool = {{ size = 2, borrow_timeout = "5s" }}
+
+[[endpoints]]
+name = "chain"
+listen = "127.0.0.1:0"
+cluster = "mychain"
+role = "read_write"
+
+[[secrets]]
+name = "via_sha2"
+user = "carol"
+password = "carol-pw"
+
+[[secrets]]
+name = "via_sha2_monitor"
+user = "alice"
+password = "alice-pw"
+
 [[tenants]]
 name = "tina"
 databases = ["app1"]
@@ -175,8 +217,9 @@ password = "{OWNER_PW}"
     );
     for (name, pw, dbs) in TENANTS {
         let hash = native_password::format_stored(&native_password::stored_hash(pw.as_bytes()));
+        let secret = if *name == "chained" { "via_sha2" } else { "owner" };
         text.push_str(&format!(
-            "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"owner\"\nmysql_native_password = \"{hash}\"\n"
+            "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"{secret}\"\nmysql_native_password = \"{hash}\"\n"
         ));
     }
     Ok(text)
@@ -190,6 +233,24 @@ fn tls_files(dir: &Path) -> Result<()> {
     let cert = params.self_signed(&key)?;
     std::fs::write(dir.join("server.pem"), cert.pem())?;
     std::fs::write(dir.join("server.key"), key.serialize_pem())?;
+    // The RSA key of caching_sha2_password's exchange over plain TCP.
+    let out = std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(dir.join("rsa.pem"))
+        .output()
+        .context("running openssl genpkey")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(())
 }
 
@@ -223,14 +284,15 @@ fn setup() -> Result<Arc<Ctx>> {
     prepare_cluster(&cluster)?;
     tls_files(&dir)?;
     std::fs::write(dir.join("token-hs256.secret"), TOKEN_KEY)?;
-    let text = config_text(&cluster, &dir)?;
+    let sha2_port = gatehouse_testkit::ports::free_port(&[])?;
+    let text = config_text(&cluster, &dir, sha2_port)?;
     std::fs::write(dir.join("gatehouse.toml"), &text)?;
     let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
     let rt = trials::runtime()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "ro", "small", "sess", "tok"]
+        let endpoints = ["rw", "ro", "small", "sess", "tok", "sha2", "chain"]
             .iter()
             .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
             .collect::<Vec<_>>();
@@ -260,6 +322,7 @@ fn main() -> ExitCode {
     cases.extend(session::cases());
     cases.extend(tokens::cases());
     cases.extend(differential::cases());
+    cases.extend(plugins::cases());
     trials::run(cases, setup, teardown)
 }
 

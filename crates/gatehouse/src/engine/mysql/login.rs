@@ -227,7 +227,7 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
     } else if plugin == CACHING_SHA2 && !response.auth_response.is_empty() {
-        let cached = tenant.as_ref().and_then(|t| core.engine.sha2_verifier(&t.name));
+        let cached = tenant.as_ref().and_then(|t| core.engine.sha2_verifier(t));
         match cached {
             Some(stored) if caching_sha2::verify_fast(&stored, nonce, &response.auth_response) => {
                 more_data(phase, caching_sha2::FAST_AUTH_SUCCESS).await?;
@@ -292,7 +292,7 @@ fn full_auth_check(
     let good = native_hash.is_some_and(|h| ct_eq(&native_password::stored_hash(password), &h));
     if good && let Some(t) = tenant {
         core.engine
-            .remember_sha2_verifier(&t.name, caching_sha2::stored_hash(password));
+            .remember_sha2_verifier(t, caching_sha2::stored_hash(password));
     }
     good
 }

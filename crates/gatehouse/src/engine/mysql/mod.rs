@@ -37,7 +37,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use self::backend::{MyCancelTarget, MyConn};
-use crate::config::Secret;
+use crate::config::{Secret, Tenant};
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine, Probe};
 use crate::error::ProxyError;
@@ -46,12 +46,18 @@ use crate::error::ProxyError;
 pub const FALLBACK_SERVER_VERSION: &str = "5.5.5-10.11.0-MariaDB-Gatehouse";
 
 /// The MySQL engine's own state: the backend's version (announced to
-/// clients) and `caching_sha2_password`
-/// verifiers cached per tenant after a full authentication.
+/// clients) and `caching_sha2_password` verifiers cached per tenant after a
+/// full authentication.
 pub struct MyEngine {
     server_version: Mutex<String>,
-    sha2_verifiers: Mutex<HashMap<String, [u8; 32]>>,
+    /// Tenant name → (the native hash the password matched, the verifier).
+    /// An entry counts only while the tenant's configured hash is the same,
+    /// so a password changed by a reload never passes the fast path.
+    sha2_verifiers: Mutex<HashMap<String, CachedVerifier>>,
 }
+
+/// (the native hash the password matched, SHA256(SHA256(password))).
+type CachedVerifier = ([u8; 20], [u8; 32]);
 
 impl Default for MyEngine {
     fn default() -> Self {
@@ -84,20 +90,26 @@ impl MyEngine {
         }
     }
 
-    /// SHA256(SHA256(password)) of `tenant`, cached after a full authentication.
-    pub fn sha2_verifier(&self, tenant: &str) -> Option<[u8; 32]> {
+    /// SHA256(SHA256(password)) of `tenant`, cached after a full
+    /// authentication against the tenant's current native hash.
+    pub fn sha2_verifier(&self, tenant: &Tenant) -> Option<[u8; 32]> {
+        let current = tenant.mysql_native?;
         self.sha2_verifiers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(tenant)
-            .copied()
+            .get(&tenant.name)
+            .filter(|(hash, _)| *hash == current)
+            .map(|(_, verifier)| *verifier)
     }
 
-    pub fn remember_sha2_verifier(&self, tenant: &str, verifier: [u8; 32]) {
-        self.sha2_verifiers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(tenant.to_owned(), verifier);
+    /// Caches the verifier of a password that matched `tenant`'s native hash.
+    pub fn remember_sha2_verifier(&self, tenant: &Tenant, verifier: [u8; 32]) {
+        if let Some(hash) = tenant.mysql_native {
+            self.sha2_verifiers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(tenant.name.clone(), (hash, verifier));
+        }
     }
 }
 
@@ -144,5 +156,41 @@ impl Engine for MyEngine {
 
     async fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) {
         session::serve(core, client).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gatehouse_proto_mysql::auth::{caching_sha2, native_password};
+    use std::sync::Arc;
+
+    fn tenant(password: &str) -> Tenant {
+        Tenant {
+            name: "t".into(),
+            databases: vec!["db".into()],
+            max_client_connections: None,
+            max_backend_connections: None,
+            secret: Arc::new(Secret {
+                name: "s".into(),
+                user: "u".into(),
+                password: String::from("backend-pw").into(),
+            }),
+            auth: None,
+            mysql_native: Some(native_password::stored_hash(password.as_bytes())),
+            token: false,
+            connection_rate: None,
+        }
+    }
+
+    #[test]
+    fn a_cached_verifier_lapses_when_the_password_changes() {
+        let engine = MyEngine::default();
+        let old = tenant("old-pw");
+        assert_eq!(engine.sha2_verifier(&old), None);
+        engine.remember_sha2_verifier(&old, caching_sha2::stored_hash(b"old-pw"));
+        assert_eq!(engine.sha2_verifier(&old), Some(caching_sha2::stored_hash(b"old-pw")));
+        // A reload gave the tenant a new password: the old verifier is gone.
+        assert_eq!(engine.sha2_verifier(&tenant("new-pw")), None);
     }
 }

@@ -130,6 +130,10 @@ pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
         Ok(slot) => slot,
         Err(e) => return fail(&core, Some(&mut phase.stream), phase.seq, &e).await,
     };
+    let backend = match core.topology.route(&endpoint.cluster.name, endpoint.role) {
+        Ok(b) => b,
+        Err(e) => return fail(&core, Some(&mut phase.stream), phase.seq, &e).await,
+    };
     cancel.claim(&tenant.name);
     let caps = response.capabilities & super::RELAY_CAPS;
     let mut ok = BytesMut::new();
@@ -151,6 +155,7 @@ pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
         cancel: &cancel,
         tenant_slot,
         peer: peer.ip(),
+        backend,
     };
     let result = Box::pin(super::txn::run(&core, &mut stream, buf, start)).await;
     if let Err((seq, e)) = result {

@@ -61,6 +61,9 @@ pub struct Start<'a> {
     pub tenant_slot: Option<OwnedSemaphorePermit>,
     /// The client's address (failed-login limits on COM_CHANGE_USER).
     pub peer: IpAddr,
+    /// The backend the endpoint's role routes to, chosen before the login's
+    /// OK so that "no backend" is the login's answer.
+    pub backend: String,
 }
 
 /// A client session after login.
@@ -103,11 +106,7 @@ pub async fn run(
     mut buf: BytesMut,
     start: Start<'_>,
 ) -> Result<(), Fatal> {
-    let cluster = start.endpoint.cluster.clone();
-    let backend = core
-        .topology
-        .route(&cluster.name, start.endpoint.role)
-        .map_err(|e| (2, e))?;
+    let backend = start.backend;
     let database = start.database.clone().unwrap_or_default();
     let pool = pool_for(core, start.endpoint, &start.tenant, &backend, &database);
     let vars = Vars::for_collation(start.collation, BACKEND_COLLATION);

@@ -1,0 +1,147 @@
+//! `caching_sha2_password` with the RSA exchange over plain TCP: real
+//! clients (mysql_async, the `mysql` command-line client) against the
+//! "sha2" endpoint, which greets with MySQL 8's default plugin; and the
+//! proxy's own backend logins through the full path (RSA) and the fast path
+//! (cached verifier), with the proxy's "sha2" endpoint as the server.
+
+use anyhow::{Context, Result, ensure};
+use mysql_async::prelude::*;
+
+use crate::Ctx;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        ("plugins::caching_sha2_rsa_then_fast_path", rsa_then_fast),
+        ("plugins::mysql_cli_caching_sha2_over_plain_tcp", mysql_cli),
+        ("plugins::backend_logins_through_caching_sha2", backend_chain),
+    ]
+}
+
+fn verifier_cached(ctx: &Ctx, tenant: &str) -> Result<bool> {
+    let t = ctx.core.tenants.get(tenant).context("tenant")?;
+    Ok(ctx.core.engine.sha2_verifier(&t).is_some())
+}
+
+async fn whoami(c: &mut mysql_async::Conn) -> Result<(Option<String>, Option<String>)> {
+    let row: Option<(Option<String>, Option<String>)> = c.query_first("SELECT CURRENT_USER(), DATABASE()").await?;
+    row.context("no row")
+}
+
+fn rsa_then_fast(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        ensure!(!verifier_cached(ctx, "dave")?, "dave has a verifier before logging in");
+        // No verifier yet: full authentication, RSA over plain TCP.
+        let mut c = ctx.conn("sha2", "dave", "dave-pw", "app1").await?;
+        let (user, db) = whoami(&mut c).await?;
+        ensure!(user.as_deref().is_some_and(|u| u.starts_with("app_owner@")), "{user:?}");
+        ensure!(db.as_deref() == Some("app1"), "{db:?}");
+        c.disconnect().await?;
+        ensure!(verifier_cached(ctx, "dave")?, "the full path did not cache a verifier");
+        // Now the fast path.
+        let mut c = ctx.conn("sha2", "dave", "dave-pw", "app1").await?;
+        let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 3").await?;
+        ensure!(v.as_deref() == Some("three"), "{v:?}");
+        c.disconnect().await?;
+        // A wrong password fails both paths with the same error.
+        for user in ["dave", "nobody"] {
+            match mysql_async::Conn::new(ctx.opts("sha2", user, "wrong-pw", Some("app1"))).await {
+                Err(mysql_async::Error::Server(e)) => ensure!(e.code == 1045, "{user}: {e:?}"),
+                Err(e) => anyhow::bail!("{user}: not a server error: {e:?}"),
+                Ok(_) => anyhow::bail!("{user} logged in with a wrong password"),
+            }
+        }
+        Ok(())
+    })
+}
+
+fn mysql_cli(ctx: &Ctx) -> Result<()> {
+    ensure!(!verifier_cached(ctx, "erin")?, "erin has a verifier before logging in");
+    let a = ctx.addr("sha2");
+    let run = |password: &str| {
+        std::process::Command::new("mysql")
+            .args([
+                "--no-defaults",
+                "--skip-ssl",
+                "-h",
+                &a.ip().to_string(),
+                "-P",
+                &a.port().to_string(),
+                "-u",
+                "erin",
+                &format!("-p{password}"),
+                "-N",
+                "-B",
+                "app1",
+                "-e",
+                "SELECT v FROM t WHERE id = 1",
+            ])
+            .output()
+            .context("running mysql")
+    };
+    // First login: full path (RSA); second: fast path.
+    for round in 0..2 {
+        let out = run("erin-pw")?;
+        ensure!(
+            out.status.success(),
+            "mysql round {round}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        ensure!(stdout.lines().next() == Some("one"), "{stdout}");
+        ensure!(verifier_cached(ctx, "erin")?, "no verifier after round {round}");
+    }
+    let out = run("wrong-pw")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success() && stderr.contains("1045"), "{stderr}");
+    ensure!(!stderr.contains("wrong-pw"), "{stderr}");
+    Ok(())
+}
+
+/// The "chain" endpoint's cluster is the proxy's own "sha2" endpoint: its
+/// backend connections log in as carol with caching_sha2_password over plain
+/// TCP. The first takes the full path (the proxy asks for the RSA key and
+/// sends the encrypted password); once the verifier is cached, a second
+/// concurrent backend connection takes the fast path.
+fn backend_chain(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        // The chain's backend (the "sha2" endpoint) started listening after
+        // the first probe; wait for the monitor to find it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while ctx
+            .core
+            .topology
+            .route("mychain", gatehouse::config::EndpointRole::ReadWrite)
+            .is_err()
+        {
+            ensure!(
+                std::time::Instant::now() < deadline,
+                "the chain's backend never came up"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let mut a = ctx.conn("chain", "chained", "chained-pw", "app1").await?;
+        let (user, db) = whoami(&mut a).await?;
+        ensure!(user.as_deref().is_some_and(|u| u.starts_with("app_owner@")), "{user:?}");
+        ensure!(db.as_deref() == Some("app1"), "{db:?}");
+        ensure!(
+            verifier_cached(ctx, "carol")?,
+            "backend login did not take the full path"
+        );
+        // Two transactions open at once need two backend connections.
+        let mut b = ctx.conn("chain", "chained", "chained-pw", "app1").await?;
+        a.query_drop("BEGIN").await?;
+        b.query_drop("BEGIN").await?;
+        let ids: Vec<Option<u64>> = vec![
+            a.query_first("SELECT CONNECTION_ID()").await?,
+            b.query_first("SELECT CONNECTION_ID()").await?,
+        ];
+        ensure!(ids[0].is_some() && ids[0] != ids[1], "{ids:?}");
+        let v: Option<String> = b.query_first("SELECT v FROM t WHERE id = 2").await?;
+        ensure!(v.as_deref() == Some("two"), "{v:?}");
+        a.query_drop("COMMIT").await?;
+        b.query_drop("COMMIT").await?;
+        a.disconnect().await?;
+        b.disconnect().await?;
+        Ok(())
+    })
+}
