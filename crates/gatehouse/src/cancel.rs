@@ -5,16 +5,64 @@
 //! cancels carry no secret (MySQL's `KILL QUERY <id>`, sent on another
 //! connection) claim the key for the session's tenant instead, and only
 //! the same tenant's sessions can reach it.
+//!
+//! The slot also carries a terminate signal (MySQL's `KILL [CONNECTION]
+//! <id>`): another session raises it with
+//! [`CancelRegistry::terminate_owned`], and the owning session, which awaits
+//! [`CancelSlot::terminated`] wherever it waits (for its client, for a
+//! backend reply), cancels what it runs and ends itself.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use subtle::ConstantTimeEq;
+use tokio::sync::Notify;
 
-/// Where a session's current backend work can be cancelled; empty while the
-/// session holds no backend connection.
+/// Where a session's current backend work can be cancelled (empty while the
+/// session holds no backend connection), and whether the session was asked
+/// to end.
 pub struct CancelSlot<T> {
     target: Mutex<Option<T>>,
+    terminate: AtomicBool,
+    wake: Notify,
+}
+
+impl<T> CancelSlot<T> {
+    fn new() -> Self {
+        Self {
+            target: Mutex::new(None),
+            terminate: AtomicBool::new(false),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Asks the owning session to end; it notices at once if it is waiting
+    /// in [`Self::terminated`], otherwise at its next check.
+    pub fn terminate(&self) {
+        self.terminate.store(true, Ordering::Release);
+        self.wake.notify_waiters();
+    }
+
+    /// Whether [`Self::terminate`] was called.
+    pub fn is_terminated(&self) -> bool {
+        self.terminate.load(Ordering::Acquire)
+    }
+
+    /// Completes once the session has been asked to end (at once if it
+    /// already was). Cheap to create and drop: no allocation, the flag is
+    /// checked after the waiter is registered so no signal is missed.
+    pub async fn terminated(&self) {
+        loop {
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_terminated() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl<T: Clone> CancelSlot<T> {
@@ -82,9 +130,7 @@ impl<T> Drop for CancelKey<T> {
 impl<T: Clone> CancelRegistry<T> {
     /// Issues a fresh, unique key for a new session.
     pub fn register(self: &Arc<Self>) -> CancelKey<T> {
-        let slot = Arc::new(CancelSlot {
-            target: Mutex::new(None),
-        });
+        let slot = Arc::new(CancelSlot::new());
         let secret = rand::random::<u32>();
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         let id = loop {
@@ -129,6 +175,19 @@ impl<T: Clone> CancelRegistry<T> {
         (entry.owner.as_deref() == Some(owner)).then(|| entry.slot.get())
     }
 
+    /// Asks session `id` of `owner` to end (see [`CancelSlot::terminate`]):
+    /// false for another tenant's or no session.
+    pub fn terminate_owned(&self, id: u32, owner: &str) -> bool {
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        match map.get(&id) {
+            Some(entry) if entry.owner.as_deref() == Some(owner) => {
+                entry.slot.terminate();
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.map.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
@@ -169,5 +228,41 @@ mod tests {
         assert_eq!(reg.lookup_owned(a.id, "t1"), Some(Some("backend-a")));
         assert_eq!(reg.lookup_owned(a.id, "t2"), None, "another tenant sees no session");
         assert_eq!(reg.lookup_owned(a.id ^ 1, "t1"), None);
+    }
+
+    #[test]
+    fn terminate_reaches_only_the_tenants_session() {
+        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let a = reg.register();
+        let b = reg.register();
+        assert!(!reg.terminate_owned(a.id, "t1"), "not claimed yet");
+        a.claim("t1");
+        b.claim("t2");
+        assert!(!reg.terminate_owned(a.id, "t2"), "another tenant's session");
+        assert!(!reg.terminate_owned(a.id ^ 1, "t1"));
+        assert!(!a.slot.is_terminated());
+        assert!(reg.terminate_owned(a.id, "t1"));
+        assert!(a.slot.is_terminated());
+        assert!(!b.slot.is_terminated());
+    }
+
+    #[tokio::test]
+    async fn terminated_wakes_a_waiting_session_and_answers_a_late_one() {
+        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let a = reg.register();
+        a.claim("t1");
+        let slot = a.slot.clone();
+        let waiter = tokio::spawn(async move { slot.terminated().await });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        assert!(reg.terminate_owned(a.id, "t1"));
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("the waiting session was not woken")
+            .expect("waiter panicked");
+        // Asked before it waits: answered at once.
+        tokio::time::timeout(std::time::Duration::from_secs(5), a.slot.terminated())
+            .await
+            .expect("a late waiter missed the signal");
     }
 }

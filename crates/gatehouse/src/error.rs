@@ -31,6 +31,8 @@ pub enum Condition {
     TooManyConnections,
     LoginTimeout,
     IdleTimeout,
+    /// Another session ended this one (MySQL `KILL [CONNECTION] <id>`).
+    Terminated,
     BackendUnavailable,
     NoBackendForRole,
     Shutdown,
@@ -62,6 +64,7 @@ impl Condition {
             Self::TooManyConnections => "too_many_connections",
             Self::LoginTimeout => "login_timeout",
             Self::IdleTimeout => "idle_timeout",
+            Self::Terminated => "terminated",
             Self::BackendUnavailable => "backend_unavailable",
             Self::NoBackendForRole => "no_backend_for_role",
             Self::Shutdown => "shutdown",
@@ -71,9 +74,11 @@ impl Condition {
 
     pub fn kind(self) -> ErrorKind {
         match self {
-            Self::ProtocolViolation | Self::FeatureNotSupported | Self::LoginTimeout | Self::IdleTimeout => {
-                ErrorKind::Client
-            }
+            Self::ProtocolViolation
+            | Self::FeatureNotSupported
+            | Self::LoginTimeout
+            | Self::IdleTimeout
+            | Self::Terminated => ErrorKind::Client,
             Self::InvalidPassword | Self::NotAllowed | Self::UnknownDatabase => ErrorKind::Auth,
             Self::TooManyConnections => ErrorKind::Limit,
             Self::BackendUnavailable | Self::NoBackendForRole => ErrorKind::Backend,

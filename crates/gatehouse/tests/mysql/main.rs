@@ -5,6 +5,7 @@
 
 mod auth;
 mod differential;
+mod kill;
 mod plugins;
 mod queries;
 mod session;
@@ -56,6 +57,18 @@ impl Ctx {
     /// Connects with mysql_async.
     pub async fn conn(&self, endpoint: &str, user: &str, password: &str, db: &str) -> Result<mysql_async::Conn> {
         Ok(mysql_async::Conn::new(self.opts(endpoint, user, password, Some(db))).await?)
+    }
+
+    /// mysql_async options straight to the primary, as the superuser.
+    pub fn superuser_opts(&self) -> Result<mysql_async::Opts> {
+        let p = self.cluster.mysql_primary().context("no primary")?;
+        Ok(mysql_async::OptsBuilder::default()
+            .ip_or_hostname(p.host.clone())
+            .tcp_port(p.port)
+            .user(Some(self.cluster.mysql_user()))
+            .pass(Some(self.cluster.mysql_password()))
+            .prefer_socket(false)
+            .into())
     }
 
     /// mysql_async options straight to the primary, as the backend owner.
@@ -122,6 +135,13 @@ backends = [{backends}]
 monitor_secret = "superuser"
 pool = {{ size = 4, borrow_timeout = "10s" }}
 
+[[clusters]]
+name = "mykill"
+engine = "mysql"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 2, borrow_timeout = "10s" }}
+
 [[endpoints]]
 name = "rw"
 listen = "127.0.0.1:0"
@@ -139,6 +159,12 @@ role = "read_only"
 name = "small"
 listen = "127.0.0.1:0"
 cluster = "mysmall"
+role = "read_write"
+
+[[endpoints]]
+name = "kill"
+listen = "127.0.0.1:0"
+cluster = "mykill"
 role = "read_write"
 
 [[endpoints]]
@@ -264,7 +290,8 @@ fn prepare_cluster(cluster: &Cluster) -> Result<()> {
              GRANT ALL ON app1.* TO 'app_owner'@'%'; GRANT ALL ON app2.* TO 'app_owner'@'%'; \
              GRANT ALL ON other.* TO 'app_owner'@'%'; \
              CREATE TABLE app1.t (id INT PRIMARY KEY, v VARCHAR(64)); \
-             INSERT INTO app1.t VALUES (1, 'one'), (2, 'two'), (3, 'three');"
+             INSERT INTO app1.t VALUES (1, 'one'), (2, 'two'), (3, 'three'); \
+             CREATE TABLE app1.killed (id INT PRIMARY KEY); CREATE TABLE app2.killed (id INT PRIMARY KEY);"
         ),
     )?;
     Ok(())
@@ -292,7 +319,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "ro", "small", "sess", "tok", "sha2", "chain"]
+        let endpoints = ["rw", "ro", "small", "kill", "sess", "tok", "sha2", "chain"]
             .iter()
             .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
             .collect::<Vec<_>>();
@@ -320,6 +347,7 @@ fn main() -> ExitCode {
     cases.extend(queries::cases());
     cases.extend(txn::cases());
     cases.extend(session::cases());
+    cases.extend(kill::cases());
     cases.extend(tokens::cases());
     cases.extend(differential::cases());
     cases.extend(plugins::cases());

@@ -109,7 +109,7 @@ fn read_only(ctx: &Ctx) -> Result<()> {
 }
 
 /// Reads one packet's payload from a raw socket.
-async fn read_raw(s: &mut tokio::net::TcpStream) -> Result<Vec<u8>> {
+pub(crate) async fn read_raw(s: &mut tokio::net::TcpStream) -> Result<Vec<u8>> {
     let mut h = [0u8; 4];
     s.read_exact(&mut h).await?;
     let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
@@ -120,6 +120,11 @@ async fn read_raw(s: &mut tokio::net::TcpStream) -> Result<Vec<u8>> {
 
 /// Logs in as alice with a hand-made handshake response (native password).
 async fn raw_login(ctx: &Ctx) -> Result<tokio::net::TcpStream> {
+    Ok(raw_login_id(ctx).await?.0)
+}
+
+/// [`raw_login`], with the connection id the proxy announced.
+pub(crate) async fn raw_login_id(ctx: &Ctx) -> Result<(tokio::net::TcpStream, u32)> {
     use gatehouse_proto_mysql::auth::native_password;
     use gatehouse_proto_mysql::consts::*;
     use gatehouse_proto_mysql::handshake::{HandshakeResponse41, HandshakeV10};
@@ -143,10 +148,10 @@ async fn raw_login(ctx: &Ctx) -> Result<tokio::net::TcpStream> {
     s.write_all(&packet).await?;
     let ok = read_raw(&mut s).await?;
     ensure!(<[u8]>::first(&ok) == Some(&0), "login: {ok:?}");
-    Ok(s)
+    Ok((s, greeting.connection_id))
 }
 
-fn err_code(p: &[u8]) -> Option<u16> {
+pub(crate) fn err_code(p: &[u8]) -> Option<u16> {
     (p.first() == Some(&0xFF) && p.len() >= 3).then(|| u16::from_le_bytes([p[1], p[2]]))
 }
 

@@ -26,6 +26,7 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_PLUGIN_AUTH
     | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
 
+pub mod kill;
 pub mod login;
 pub mod session;
 pub mod stmts;

@@ -30,6 +30,7 @@ pub fn my_error(e: &ProxyError) -> MyError {
         Condition::FeatureNotSupported => errors::ER_NOT_SUPPORTED_AUTH_MODE,
         Condition::IdleTimeout => errors::ER_NET_READ_ERROR,
         Condition::Shutdown => errors::ER_SERVER_SHUTDOWN,
+        Condition::Terminated => errors::ER_CONNECTION_KILLED,
         Condition::BackendUnavailable | Condition::NoBackendForRole | Condition::Internal => errors::ER_UNKNOWN_ERROR,
     }
 }
@@ -67,7 +68,8 @@ pub async fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) {
     let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
     let nonce = generate_nonce();
     // The handshake's connection id is the session's cancel key: a `KILL
-    // QUERY <id>` from the same tenant reaches it (and only it).
+    // [QUERY | CONNECTION] <id>` from the same tenant reaches it (and only
+    // it; see [`super::kill`]).
     let cancel = core.cancels.register();
     let connection_id = cancel.id;
     let greeted = tokio::time::timeout_at(

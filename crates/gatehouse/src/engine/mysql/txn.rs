@@ -6,7 +6,10 @@
 //! INSERT so `LAST_INSERT_ID()` still answers. Tracked variables are
 //! replayed on whichever connection serves the client; prepared statements
 //! get proxy-owned ids and are prepared lazily on each backend connection
-//! (see [`super::stmts`]).
+//! (see [`super::stmts`]). Wherever the loop waits (for the client's next
+//! command, for a connection, for a backend reply) it also watches its
+//! cancel slot's terminate signal, raised by another session's `KILL`
+//! (see [`super::kill`]).
 
 use std::sync::Arc;
 
@@ -35,7 +38,6 @@ use super::login::{self, Phase};
 use crate::cancel::CancelKey;
 use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
-use crate::engine::Engine;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
@@ -70,7 +72,7 @@ pub struct Start<'a> {
 pub struct Session<'a> {
     pub core: &'a Core<MyEngine>,
     endpoint: &'a EndpointSettings,
-    cancel: &'a CancelKey<MyCancelTarget>,
+    pub(super) cancel: &'a CancelKey<MyCancelTarget>,
     /// The endpoint's `pinning_filter`: variables tracked (replayed) too.
     tracked: Vec<&'a str>,
     _tenant_slot: Option<OwnedSemaphorePermit>,
@@ -178,6 +180,8 @@ impl Session<'_> {
         let max = self.core.settings.proxy.max_message_bytes;
         let mut shutdown = self.core.shutdown.clone();
         let half_sent = self.core.settings.proxy.client_message_timeout;
+        // Raised by another session's `KILL [CONNECTION]` (see [`super::kill`]).
+        let cancel = self.cancel;
         loop {
             let idle = self.endpoint.idle_client_timeout.filter(|_| self.lease.is_none());
             // Between commands the client may wait (up to the idle timeout);
@@ -189,17 +193,27 @@ impl Session<'_> {
                     Err(e) => break Err(IoError::Frame(e)),
                 }
                 let filled = if buf.is_empty() {
-                    tokio::select! {
-                        r = fill(stream, buf) => r,
+                    // (Nothing awaits in here: the shutdown watch's borrow is not Send.)
+                    let woke = tokio::select! {
+                        r = fill(stream, buf) => Some(r),
+                        () = cancel.slot.terminated() => None,
                         _ = shutdown.wait_for(|s| *s), if self.lease.is_none() => {
                             return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
                         }
                         _ = sleep_opt(idle) => {
                             return Err((0, ProxyError::new(Condition::IdleTimeout, "idle client timeout reached")));
                         }
+                    };
+                    match woke {
+                        Some(r) => r,
+                        None => return self.killed(false).await,
                     }
                 } else {
-                    match tokio::time::timeout(half_sent, fill(stream, buf)).await {
+                    let timed = tokio::select! {
+                        r = tokio::time::timeout(half_sent, fill(stream, buf)) => r,
+                        () = cancel.slot.terminated() => return self.killed(false).await,
+                    };
+                    match timed {
                         Ok(r) => r,
                         Err(_) => {
                             let msg = "Got timeout reading communication packets";
@@ -244,29 +258,51 @@ impl Session<'_> {
                     .fatal(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
                     .await;
             };
-            let payload = &packet.payload[..];
-            let outcome = match cmd {
-                COM_QUIT => return Ok(()),
-                COM_PING => self.local_ok(stream).await,
-                COM_SET_OPTION => self.set_option(stream, payload).await,
-                COM_INIT_DB => self.init_db(stream, payload).await,
-                COM_QUERY => self.query(stream, payload).await,
-                COM_STMT_PREPARE
-                | COM_STMT_EXECUTE
-                | COM_STMT_SEND_LONG_DATA
-                | COM_STMT_CLOSE
-                | COM_STMT_RESET
-                | COM_STMT_FETCH => super::stmts::command(self, stream, payload).await,
-                COM_RESET_CONNECTION => self.reset_connection(stream).await,
-                COM_CHANGE_USER => self.change_user(stream, buf, payload).await,
-                COM_FIELD_LIST | COM_STATISTICS => self.forward(stream, payload).await.map(|_| ()),
-                _ => {
-                    self.error(stream, 1, errors::ER_UNKNOWN_COM_ERROR, "Unknown command")
-                        .await
-                }
+            if cmd == COM_QUIT {
+                return Ok(());
+            }
+            if cancel.slot.is_terminated() {
+                return self.killed(false).await;
+            }
+            // A kill while the command waits (for a connection, for the
+            // backend's reply) abandons the command.
+            let outcome = tokio::select! {
+                biased;
+                o = self.dispatch(stream, buf, cmd, &packet.payload[..]) => o,
+                () = cancel.slot.terminated() => return self.killed(true).await,
             };
             outcome?;
             self.settle().await;
+        }
+    }
+
+    /// Runs one client command (other than COM_QUIT).
+    async fn dispatch(
+        &mut self,
+        stream: &mut ClientStream,
+        buf: &mut BytesMut,
+        cmd: u8,
+        payload: &[u8],
+    ) -> Result<(), Fatal> {
+        match cmd {
+            COM_PING => self.local_ok(stream).await,
+            COM_SET_OPTION => self.set_option(stream, payload).await,
+            COM_INIT_DB => self.init_db(stream, payload).await,
+            COM_QUERY => self.query(stream, payload).await,
+            COM_STMT_PREPARE
+            | COM_STMT_EXECUTE
+            | COM_STMT_SEND_LONG_DATA
+            | COM_STMT_CLOSE
+            | COM_STMT_RESET
+            | COM_STMT_FETCH => super::stmts::command(self, stream, payload).await,
+            COM_RESET_CONNECTION => self.reset_connection(stream).await,
+            COM_CHANGE_USER => self.change_user(stream, buf, payload).await,
+            COM_PROCESS_KILL => self.kill(stream, super::kill::process_kill_request(payload)).await,
+            COM_FIELD_LIST | COM_STATISTICS => self.forward(stream, payload).await.map(|_| ()),
+            _ => {
+                self.error(stream, 1, errors::ER_UNKNOWN_COM_ERROR, "Unknown command")
+                    .await
+            }
         }
     }
 
@@ -419,7 +455,7 @@ impl Session<'_> {
             match my_sql::classify_with(stmt, dialect, &self.tracked) {
                 MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
                 MyEffect::Kill(_) | MyEffect::KillUnsupported => {
-                    let msg = "only a single KILL [QUERY] <connection id> is supported through the proxy";
+                    let msg = "only a single KILL [CONNECTION | QUERY] <connection id> is supported through the proxy";
                     return self.error(stream, 1, errors::ER_NOT_SUPPORTED_YET, msg).await;
                 }
                 MyEffect::LoadDataLocal => {
@@ -488,39 +524,6 @@ impl Session<'_> {
         }
         self.use_database(&db, true);
         self.forward(stream, payload).await.map(|_| ())
-    }
-
-    /// `KILL [QUERY] id`: ids are the proxy's (from the handshake); only the
-    /// same tenant's sessions are visible. The query running there, if any,
-    /// is cancelled on its backend; ending another session's connection is
-    /// not offered.
-    async fn kill(&mut self, stream: &mut ClientStream, kill: my_sql::Kill) -> Result<(), Fatal> {
-        let Ok(id) = u32::try_from(kill.id) else {
-            return self.no_such_thread(stream, kill.id).await;
-        };
-        let Some(target) = self.core.cancels.lookup_owned(id, &self.tenant.name) else {
-            return self.no_such_thread(stream, kill.id).await;
-        };
-        if !kill.query_only {
-            let msg = "KILL CONNECTION is not supported through the proxy; use KILL QUERY";
-            return self.error(stream, 1, errors::ER_NOT_SUPPORTED_YET, msg).await;
-        }
-        if let Some(t) = target
-            && let Err(e) = self.core.engine.cancel(t).await
-        {
-            tracing::info!(error = %e, "KILL QUERY could not be delivered");
-        }
-        self.local_ok(stream).await
-    }
-
-    async fn no_such_thread(&mut self, stream: &mut ClientStream, id: u64) -> Result<(), Fatal> {
-        self.error(
-            stream,
-            1,
-            errors::ER_NO_SUCH_THREAD,
-            &format!("Unknown thread id: {id}"),
-        )
-        .await
     }
 
     async fn deny_database(&mut self, stream: &mut ClientStream, db: &str) -> Result<(), Fatal> {

@@ -100,7 +100,8 @@ pub fn sqlstate_of(condition: Condition) -> &'static str {
         Condition::IdleTimeout => sqlstate::IDLE_SESSION_TIMEOUT,
         Condition::BackendUnavailable => sqlstate::CONNECTION_FAILURE,
         Condition::NoBackendForRole => sqlstate::CANNOT_CONNECT_NOW,
-        Condition::Shutdown => sqlstate::ADMIN_SHUTDOWN,
+        // pg_terminate_backend's "terminating connection due to administrator command".
+        Condition::Shutdown | Condition::Terminated => sqlstate::ADMIN_SHUTDOWN,
         Condition::Internal => sqlstate::INTERNAL_ERROR,
     }
 }

@@ -1,0 +1,269 @@
+//! `KILL [CONNECTION] <id>` and COM_PROCESS_KILL through the proxy: the
+//! killed session is closed like the server closes one (no reply, busy or
+//! idle), its running query is cancelled, its transaction rolled back, and
+//! its backend connection is neither leaked nor handed on dirty. Other
+//! tenants' ids are unknown threads; one's own id answers as the server does.
+//! The "kill" endpoint has a cluster and pool of its own (size 2), so pool
+//! counts here are not disturbed by other cases.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use mysql_async::prelude::*;
+use tokio::io::AsyncWriteExt;
+
+use crate::Ctx;
+use crate::queries::{err_code, raw_login_id, read_raw};
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        ("kill::kill_connection_ends_an_idle_session", kill_idle),
+        ("kill::kill_connection_stops_a_running_transaction", kill_busy),
+        (
+            "kill::kill_connection_other_tenant_own_id_and_com_process_kill",
+            kill_edges,
+        ),
+    ]
+}
+
+fn server_code(e: &mysql_async::Error) -> Option<u16> {
+    match e {
+        mysql_async::Error::Server(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// What a client of a killed connection sees: the connection closed (or
+/// ER_CONNECTION_KILLED, which the server sends on one's own id).
+fn connection_gone(e: &mysql_async::Error) -> bool {
+    matches!(
+        e,
+        mysql_async::Error::Io(_) | mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed)
+    ) || server_code(e) == Some(1927)
+}
+
+/// Sessions ended by a `KILL` so far, from the proxy's error stats.
+fn terminated(ctx: &Ctx) -> u64 {
+    ctx.core
+        .stats
+        .errors()
+        .get(&("client", "terminated"))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// (idle, leased) backend connections of the kill cluster's pool for `db`.
+fn kill_pool(ctx: &Ctx, db: &str) -> (usize, usize) {
+    ctx.core
+        .pools
+        .all()
+        .iter()
+        .filter(|p| p.key().cluster == "mykill" && p.key().database == db)
+        .fold((0, 0), |(i, l), p| (i + p.idle_count(), l + p.leased_count()))
+}
+
+/// Waits (up to 10 s) until the pool for `db` lends nothing.
+async fn until_nothing_leased(ctx: &Ctx, db: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while kill_pool(ctx, db).1 != 0 {
+        ensure!(
+            Instant::now() < deadline,
+            "a backend connection stayed leased: {:?}",
+            kill_pool(ctx, db)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+fn kill_idle(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let before = terminated(ctx);
+        let mut killer = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
+        // Idle outside a transaction (it holds no backend connection).
+        let mut idle = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
+        idle.query_drop("SELECT 1").await?;
+        killer.query_drop(format!("KILL {}", idle.id())).await?;
+        let e = idle
+            .query_drop("SELECT 1")
+            .await
+            .err()
+            .context("the killed session still answers")?;
+        ensure!(connection_gone(&e), "{e:?}");
+        // Idle inside a transaction: its backend connection is rolled back
+        // and goes back to the pool (the only one there, so the next client
+        // gets it).
+        let mut txn = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
+        txn.query_drop("BEGIN").await?;
+        txn.query_drop("INSERT INTO killed VALUES (1)").await?;
+        let backend: Option<u64> = txn.query_first("SELECT CONNECTION_ID()").await?;
+        killer.query_drop(format!("KILL CONNECTION {}", txn.id())).await?;
+        let e = txn
+            .query_drop("SELECT 1")
+            .await
+            .err()
+            .context("the killed session still answers")?;
+        ensure!(connection_gone(&e), "{e:?}");
+        until_nothing_leased(ctx, "app2").await?;
+        let pool = kill_pool(ctx, "app2");
+        ensure!(pool == (1, 0), "the backend connection was not returned: {pool:?}");
+        let mut next = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
+        let row: Option<(u64, i64, i64)> = next
+            .query_first("SELECT CONNECTION_ID(), @@in_transaction, (SELECT COUNT(*) FROM killed)")
+            .await?;
+        let backend = backend.context("no connection id")?;
+        ensure!(
+            row == Some((backend, 0, 0)),
+            "not the same clean connection: {row:?} (was {backend})"
+        );
+        // The killer's own session goes on.
+        let one: Option<i64> = killer.query_first("SELECT 1").await?;
+        ensure!(one == Some(1));
+        ensure!(
+            terminated(ctx) >= before + 2,
+            "kills not counted as session-ending errors"
+        );
+        Ok(())
+    })
+}
+
+fn kill_busy(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut victim = ctx.conn("kill", "alice", "alice-pw", "app1").await?;
+        let id = victim.id();
+        victim.query_drop("BEGIN").await?;
+        victim.query_drop("INSERT INTO killed VALUES (1)").await?;
+        let backend: u64 = victim
+            .query_first("SELECT CONNECTION_ID()")
+            .await?
+            .context("no connection id")?;
+        let started = Instant::now();
+        let running = tokio::spawn(async move {
+            let r: Result<Option<i64>, _> = victim.query_first("SELECT SLEEP(30)").await;
+            r
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut killer = ctx.conn("kill", "alice", "alice-pw", "app1").await?;
+        killer.query_drop(format!("KILL {id}")).await?;
+        let r = tokio::time::timeout(Duration::from_secs(20), running)
+            .await
+            .context("the killed query still runs")??;
+        ensure!(
+            started.elapsed() < Duration::from_secs(10),
+            "the kill took {:?}",
+            started.elapsed()
+        );
+        let e = r.err().context("the killed query returned a result")?;
+        ensure!(connection_gone(&e), "{e:?}");
+        // On the server, the backend connection that ran it ends and its
+        // transaction is rolled back.
+        let mut su = mysql_async::Conn::new(ctx.superuser_opts()?).await?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let alive: Option<i64> = su
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {backend}"
+                ))
+                .await?;
+            let trx: Option<i64> = su
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = {backend}"
+                ))
+                .await?;
+            if alive == Some(0) && trx == Some(0) {
+                break;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "backend connection {backend} lives on: {alive:?} {trx:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let rows: Option<i64> = su.query_first("SELECT COUNT(*) FROM app1.killed").await?;
+        ensure!(rows == Some(0), "the killed transaction's insert is visible: {rows:?}");
+        // Nothing leaked in the pool, and the next client of that small pool
+        // gets a clean connection (no transaction, the row lock released).
+        until_nothing_leased(ctx, "app1").await?;
+        let mut next = ctx.conn("kill", "alice", "alice-pw", "app1").await?;
+        let row: Option<(i64, i64)> = next
+            .query_first("SELECT @@in_transaction, COUNT(*) FROM killed")
+            .await?;
+        ensure!(row == Some((0, 0)), "{row:?}");
+        next.query_drop("INSERT INTO killed VALUES (1)").await?;
+        next.query_drop("DELETE FROM killed").await?;
+        let one: Option<i64> = killer.query_first("SELECT 1").await?;
+        ensure!(one == Some(1));
+        // (`next` keeps its lease for a few commands after its INSERT.)
+        next.disconnect().await?;
+        until_nothing_leased(ctx, "app1").await?;
+        Ok(())
+    })
+}
+
+/// Sends COM_PROCESS_KILL for `id` on a raw connection and reads the reply.
+async fn process_kill(s: &mut tokio::net::TcpStream, id: u32) -> Result<Vec<u8>> {
+    let mut packet = vec![5, 0, 0, 0, 0x0c];
+    packet.extend_from_slice(&id.to_le_bytes());
+    s.write_all(&packet).await?;
+    read_raw(s).await
+}
+
+fn kill_edges(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut alice = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let id = alice.id();
+        // Another tenant (on the same backend user) sees no such session.
+        let mut bob = ctx.conn("rw", "bob", "bob-pw", "app2").await?;
+        for kill in [format!("KILL {id}"), format!("KILL CONNECTION {id}")] {
+            let e = bob.query_drop(&kill).await.err();
+            ensure!(e.as_ref().and_then(server_code) == Some(1094), "{kill}: {e:?}");
+        }
+        let one: Option<i64> = alice.query_first("SELECT 1").await?;
+        ensure!(one == Some(1), "another tenant's KILL reached the session");
+        for unknown in ["KILL 4000000000", "KILL CONNECTION 0"] {
+            let e = alice.query_drop(unknown).await.err();
+            ensure!(e.as_ref().and_then(server_code) == Some(1094), "{unknown}: {e:?}");
+        }
+        // One's own id, as on the server: KILL QUERY interrupts itself (1317)
+        // and the session goes on; KILL answers 1927 and ends it.
+        let e = alice.query_drop(format!("KILL QUERY {id}")).await.err();
+        ensure!(e.as_ref().and_then(server_code) == Some(1317), "{e:?}");
+        let one: Option<i64> = alice.query_first("SELECT 1").await?;
+        ensure!(one == Some(1), "KILL QUERY of one's own id ended the session");
+        let e = alice
+            .query_drop(format!("KILL {id}"))
+            .await
+            .err()
+            .context("KILL of one's own id answered OK")?;
+        ensure!(server_code(&e) == Some(1927), "{e:?}");
+        let e = alice
+            .query_drop("SELECT 1")
+            .await
+            .err()
+            .context("the session survived its own KILL")?;
+        ensure!(connection_gone(&e), "{e:?}");
+        // COM_PROCESS_KILL is KILL CONNECTION.
+        let (mut raw, raw_id) = raw_login_id(ctx).await?;
+        let mut victim = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let p = process_kill(&mut raw, victim.id()).await?;
+        ensure!(<[u8]>::first(&p) == Some(&0), "COM_PROCESS_KILL: {p:?}");
+        let e = victim
+            .query_drop("SELECT 1")
+            .await
+            .err()
+            .context("COM_PROCESS_KILL left the session")?;
+        ensure!(connection_gone(&e), "{e:?}");
+        let p = process_kill(&mut raw, 4_000_000_000).await?;
+        ensure!(err_code(&p) == Some(1094), "{p:?}");
+        let other = ctx.conn("rw", "bob", "bob-pw", "app2").await?;
+        let p = process_kill(&mut raw, other.id()).await?;
+        ensure!(err_code(&p) == Some(1094), "another tenant's session: {p:?}");
+        let p = process_kill(&mut raw, raw_id).await?;
+        ensure!(err_code(&p) == Some(1927), "own id: {p:?}");
+        ensure!(
+            read_raw(&mut raw).await.is_err(),
+            "the connection stayed open after killing itself"
+        );
+        Ok(())
+    })
+}
