@@ -176,6 +176,9 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
         t.abort();
     }
     let _ = app.shutdown_tx.send(true);
+    // Idle sessions wait on their sockets, not on the shutdown signal.
+    app.pg.cancels.wake_idle();
+    app.mysql.cancels.wake_idle();
     if tokio::time::timeout(app.settings.proxy.shutdown_timeout, drain_rx.recv())
         .await
         .is_err()

@@ -11,10 +11,15 @@
 //! [`CancelRegistry::terminate_owned`], and the owning session, which awaits
 //! [`CancelSlot::terminated`] wherever it waits (for its client, for a
 //! backend reply), cancels what it runs and ends itself.
+//!
+//! Idle sessions wait without a waiter of their own: they leave their task's
+//! waker in the slot ([`CancelSlot::poll_idle`]), and shutdown wakes them all
+//! ([`CancelRegistry::wake_idle`]), so an idle client costs no per-wait node.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 
 use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
@@ -26,6 +31,8 @@ pub struct CancelSlot<T> {
     target: Mutex<Option<T>>,
     terminate: AtomicBool,
     wake: Notify,
+    /// The waker of the owning session's task while it waits idle.
+    idle: Mutex<Option<Waker>>,
 }
 
 impl<T> CancelSlot<T> {
@@ -34,6 +41,33 @@ impl<T> CancelSlot<T> {
             target: Mutex::new(None),
             terminate: AtomicBool::new(false),
             wake: Notify::new(),
+            idle: Mutex::new(None),
+        }
+    }
+
+    /// For an idle session's hand-written wait: leaves the task's waker
+    /// where [`Self::terminate`] and [`CancelRegistry::wake_idle`] find it,
+    /// then says whether the session was asked to end. The caller checks
+    /// its other conditions (shutdown) after this, so no wake-up is missed.
+    pub fn poll_idle(&self, cx: &mut Context<'_>) -> Poll<()> {
+        {
+            let mut w = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            match w.as_ref() {
+                Some(old) if old.will_wake(cx.waker()) => {}
+                _ => *w = Some(cx.waker().clone()),
+            }
+        }
+        if self.is_terminated() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
+    fn wake_idle(&self) {
+        let waker = self.idle.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 
@@ -42,6 +76,7 @@ impl<T> CancelSlot<T> {
     pub fn terminate(&self) {
         self.terminate.store(true, Ordering::Release);
         self.wake.notify_waiters();
+        self.wake_idle();
     }
 
     /// Whether [`Self::terminate`] was called.
@@ -185,6 +220,21 @@ impl<T: Clone> CancelRegistry<T> {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Wakes every session waiting idle (see [`CancelSlot::poll_idle`]), so
+    /// it looks at the shutdown signal again.
+    pub fn wake_idle(&self) {
+        let slots: Vec<Arc<CancelSlot<T>>> = self
+            .map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|e| e.slot.clone())
+            .collect();
+        for slot in slots {
+            slot.wake_idle();
         }
     }
 

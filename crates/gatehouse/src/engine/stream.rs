@@ -27,6 +27,15 @@ impl ClientStream {
             Self::Tls(_) => Ok(()),
         }
     }
+
+    /// [`Self::readable`] as a poll: the waker goes to the socket's own
+    /// registration, with no waiter node in the caller's future.
+    pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Self::Plain(s) => s.poll_read_ready(cx),
+            Self::Tls(_) => Poll::Ready(Ok(())),
+        }
+    }
 }
 
 impl AsyncRead for ClientStream {

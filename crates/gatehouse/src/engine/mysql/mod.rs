@@ -155,8 +155,10 @@ impl Engine for MyEngine {
         backend::cancel(target).await
     }
 
-    async fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) {
-        session::serve(core, client).await
+    fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send {
+        // No async wrapper: its copy of the arguments would stay in every
+        // session's task.
+        session::serve(core, client)
     }
 }
 

@@ -43,9 +43,9 @@ const READ_CHUNK: usize = 32 * 1024;
 
 pub struct TxSession<'a> {
     pub core: &'a Core<PgEngine>,
-    pub endpoint: &'a EndpointSettings,
+    pub endpoint: Arc<EndpointSettings>,
     pub pool: Arc<Pool<PgEngine>>,
-    pub cancel: &'a CancelKey<super::backend::PgCancelTarget>,
+    pub cancel: CancelKey<super::backend::PgCancelTarget>,
     pub session_id: u64,
     pub desired: tracked::Values,
     /// The tenant's cap on backend connections in use, if any.
@@ -73,17 +73,17 @@ enum Event2 {
 impl<'a> TxSession<'a> {
     pub fn new(
         core: &'a Core<PgEngine>,
-        endpoint: &'a EndpointSettings,
+        endpoint: Arc<EndpointSettings>,
         pool: Arc<Pool<PgEngine>>,
-        cancel: &'a CancelKey<super::backend::PgCancelTarget>,
+        cancel: CancelKey<super::backend::PgCancelTarget>,
         desired: tracked::Values,
     ) -> Self {
         Self {
             core,
             endpoint,
             pool,
-            cancel,
             session_id: u64::from(cancel.id),
+            cancel,
             desired,
             backend_cap: None,
             lease: None,
@@ -141,30 +141,35 @@ impl<'a> TxSession<'a> {
 
     /// Waits, holding no buffers, until the client sends something; ends the
     /// session on shutdown or after the endpoint's idle timeout.
+    ///
+    /// The wait is a hand-written poll: the socket's readiness keeps the
+    /// task's waker, the cancel slot keeps it for shutdown (which wakes idle
+    /// sessions through the registry), and the future itself is a few
+    /// pointers, so an idle client's task stays small.
     async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<(), End> {
         self.cbuf = BytesMut::new();
         self.to_backend = BytesMut::new();
         self.to_client = BytesMut::new();
-        let mut shutdown = self.core.shutdown.clone();
-        if *shutdown.borrow_and_update() {
-            return Err(End::Shutdown);
-        }
-        let readable = async {
-            match self.endpoint.idle_client_timeout {
-                // Boxed: the timer is only paid for where a timeout is set.
-                Some(t) => Box::pin(tokio::time::timeout(t, client.readable())).await.ok(),
-                None => Some(client.readable().await),
+        let shutdown = &self.core.shutdown;
+        let slot = &self.cancel.slot;
+        let client = &*client;
+        let wait = std::future::poll_fn(|cx| {
+            // Register first, then look: a shutdown sent in between wakes us.
+            let _ = slot.poll_idle(cx);
+            if *shutdown.borrow() {
+                return std::task::Poll::Ready(Err(End::Shutdown));
             }
-        };
-        tokio::select! {
-            r = readable => match r {
-                Some(_) => Ok(()),
-                None => Err(End::ClientError(ProxyError::new(
+            client.poll_readable(cx).map(|_| Ok(()))
+        });
+        match self.endpoint.idle_client_timeout {
+            // Boxed: the timer is only paid for where a timeout is set.
+            Some(t) => Box::pin(tokio::time::timeout(t, wait)).await.unwrap_or_else(|_| {
+                Err(End::ClientError(ProxyError::new(
                     Condition::IdleTimeout,
                     "terminating connection due to idle-session timeout",
-                ))),
-            },
-            _ = shutdown.changed() => Err(End::Shutdown),
+                )))
+            }),
+            None => wait.await,
         }
     }
 
