@@ -19,7 +19,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
+
+use futures_util::task::AtomicWaker;
 
 use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
@@ -31,8 +33,9 @@ pub struct CancelSlot<T> {
     target: Mutex<Option<T>>,
     terminate: AtomicBool,
     wake: Notify,
-    /// The waker of the owning session's task while it waits idle.
-    idle: Mutex<Option<Waker>>,
+    /// The waker of the owning session's task while it waits idle or
+    /// relays (see [`Self::poll_idle`]).
+    idle: AtomicWaker,
 }
 
 impl<T> CancelSlot<T> {
@@ -41,7 +44,7 @@ impl<T> CancelSlot<T> {
             target: Mutex::new(None),
             terminate: AtomicBool::new(false),
             wake: Notify::new(),
-            idle: Mutex::new(None),
+            idle: AtomicWaker::new(),
         }
     }
 
@@ -50,13 +53,7 @@ impl<T> CancelSlot<T> {
     /// then says whether the session was asked to end. The caller checks
     /// its other conditions (shutdown) after this, so no wake-up is missed.
     pub fn poll_idle(&self, cx: &mut Context<'_>) -> Poll<()> {
-        {
-            let mut w = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-            match w.as_ref() {
-                Some(old) if old.will_wake(cx.waker()) => {}
-                _ => *w = Some(cx.waker().clone()),
-            }
-        }
+        self.idle.register(cx.waker());
         if self.is_terminated() {
             Poll::Ready(())
         } else {
@@ -65,10 +62,7 @@ impl<T> CancelSlot<T> {
     }
 
     fn wake_idle(&self) {
-        let waker = self.idle.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(w) = waker {
-            w.wake();
-        }
+        self.idle.wake();
     }
 
     /// Asks the owning session to end; it notices at once if it is waiting

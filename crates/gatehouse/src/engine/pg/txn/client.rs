@@ -73,6 +73,8 @@ impl TxSession<'_> {
 
     pub(super) async fn client_messages(&mut self) -> Result<(), End> {
         let max = self.core.settings.proxy.max_message_bytes;
+        // Most of what arrived goes on to the server: one allocation for it.
+        self.to_backend.reserve(self.cbuf.len());
         loop {
             let (tag, len) = match next_frame(&self.cbuf, max, max) {
                 Ok(Step::Whole { tag, len }) => (tag, len),

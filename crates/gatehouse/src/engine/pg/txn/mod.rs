@@ -175,7 +175,8 @@ impl<'a> TxSession<'a> {
 
     /// Relays until the session is idle again (`Ok`) or ends (`Err`).
     async fn relay(&mut self, client: &mut ClientStream) -> Result<(), End> {
-        let mut shutdown = self.core.shutdown.clone();
+        let core = self.core;
+        let shutdown = &core.shutdown;
         let mut closing = *shutdown.borrow();
         let message_timeout = self.core.settings.proxy.client_message_timeout;
         let mut first = true;
@@ -199,6 +200,7 @@ impl<'a> TxSession<'a> {
             let event = {
                 let cbuf = &mut self.cbuf;
                 let lease = &mut self.lease;
+                let slot = &self.cancel.slot;
                 // The backend's read buffer travels with its connection, so
                 // it is not allocated again for every transaction.
                 let backend_read = async {
@@ -213,10 +215,20 @@ impl<'a> TxSession<'a> {
                         None => std::future::pending().await,
                     }
                 };
+                // Shutdown wakes the task through its cancel slot (no
+                // waiter of the watch channel to link and unlink each time).
+                let shutting_down = std::future::poll_fn(|cx| {
+                    let _ = slot.poll_idle(cx);
+                    if *shutdown.borrow() {
+                        std::task::Poll::Ready(())
+                    } else {
+                        std::task::Poll::Pending
+                    }
+                });
                 tokio::select! {
                     r = read_client(client, cbuf, deadline) => Event2::Client(r),
                     r = backend_read => Event2::Backend(r),
-                    _ = shutdown.changed(), if !closing => Event2::Shutdown,
+                    () = shutting_down, if !closing => Event2::Shutdown,
                 }
             };
             match event {
@@ -359,6 +371,8 @@ impl<'a> TxSession<'a> {
             return Ok(());
         };
         let conn = lease.conn();
+        // One allocation for what this read forwards, not a doubling per message.
+        self.to_client.reserve(conn.buf.len());
         while !conn.buf.is_empty() {
             if self.b_remaining > 0 {
                 let n = self.b_remaining.min(conn.buf.len());
