@@ -24,7 +24,6 @@ use std::task::{Context, Poll};
 use futures_util::task::AtomicWaker;
 
 use subtle::ConstantTimeEq;
-use tokio::sync::Notify;
 
 /// Where a session's current backend work can be cancelled (empty while the
 /// session holds no backend connection), and whether the session was asked
@@ -32,7 +31,6 @@ use tokio::sync::Notify;
 pub struct CancelSlot<T> {
     target: Mutex<Option<T>>,
     terminate: AtomicBool,
-    wake: Notify,
     /// The waker of the owning session's task while it waits idle or
     /// relays (see [`Self::poll_idle`]).
     idle: AtomicWaker,
@@ -43,7 +41,6 @@ impl<T> CancelSlot<T> {
         Self {
             target: Mutex::new(None),
             terminate: AtomicBool::new(false),
-            wake: Notify::new(),
             idle: AtomicWaker::new(),
         }
     }
@@ -69,7 +66,6 @@ impl<T> CancelSlot<T> {
     /// in [`Self::terminated`], otherwise at its next check.
     pub fn terminate(&self) {
         self.terminate.store(true, Ordering::Release);
-        self.wake.notify_waiters();
         self.wake_idle();
     }
 
@@ -79,18 +75,10 @@ impl<T> CancelSlot<T> {
     }
 
     /// Completes once the session has been asked to end (at once if it
-    /// already was). Cheap to create and drop: no allocation, the flag is
-    /// checked after the waiter is registered so no signal is missed.
+    /// already was). For the owning session only: the slot keeps one waker
+    /// (the last poller's), so creating and dropping this costs no waiter.
     pub async fn terminated(&self) {
-        loop {
-            let notified = self.wake.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_terminated() {
-                return;
-            }
-            notified.await;
-        }
+        std::future::poll_fn(|cx| self.poll_idle(cx)).await;
     }
 }
 

@@ -125,10 +125,15 @@ async fn raw_login(ctx: &Ctx) -> Result<tokio::net::TcpStream> {
 
 /// [`raw_login`], with the connection id the proxy announced.
 pub(crate) async fn raw_login_id(ctx: &Ctx) -> Result<(tokio::net::TcpStream, u32)> {
+    raw_login_at(ctx.addr("rw")).await
+}
+
+/// [`raw_login_id`] at any proxy address.
+pub(crate) async fn raw_login_at(addr: std::net::SocketAddr) -> Result<(tokio::net::TcpStream, u32)> {
     use gatehouse_proto_mysql::auth::native_password;
     use gatehouse_proto_mysql::consts::*;
     use gatehouse_proto_mysql::handshake::{HandshakeResponse41, HandshakeV10};
-    let mut s = tokio::net::TcpStream::connect(ctx.addr("rw")).await?;
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
     let greeting = HandshakeV10::decode(&read_raw(&mut s).await?)?;
     let response = HandshakeResponse41 {
         capabilities: CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH | CLIENT_CONNECT_WITH_DB,

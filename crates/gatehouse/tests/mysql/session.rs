@@ -1,7 +1,8 @@
 //! Session-level commands through the proxy: `KILL QUERY` with the
 //! handshake's connection id (the same tenant only; other forms refused),
 //! COM_CHANGE_USER authenticated by the proxy (and a failed one ending the
-//! session), and COM_RESET_CONNECTION clearing what the client had set.
+//! session), COM_RESET_CONNECTION clearing what the client had set, and
+//! shutdown ending idle sessions at once.
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("session::kill_query_reaches_only_the_tenants_session", kill_query),
         ("session::change_user_authenticates_through_the_proxy", change_user),
         ("session::reset_connection_clears_session_state", reset_connection),
+        ("session::shutdown_ends_idle_sessions", shutdown),
     ]
 }
 
@@ -105,6 +107,81 @@ fn reset_connection(ctx: &Ctx) -> Result<()> {
         let row: Option<(Option<i64>, String, i64)> = c.query_first("SELECT @x, @@time_zone, @@in_transaction").await?;
         let row = row.context("no row")?;
         ensure!(row.0.is_none() && row.1 != "+03:00" && row.2 == 0, "{row:?}");
+        Ok(())
+    })
+}
+
+/// A proxy of its own (so the shared one keeps running): an idle client,
+/// then shutdown. The idle session is woken and ends with
+/// ER_SERVER_SHUTDOWN, so `run` returns at once rather than after the
+/// shutdown timeout, and the port stops accepting.
+fn shutdown(ctx: &Ctx) -> Result<()> {
+    let p = ctx.cluster.mysql_primary().context("no primary")?;
+    let text = format!(
+        r#"
+[proxy]
+log_filter = "warn"
+shutdown_timeout = "20s"
+
+[[clusters]]
+name = "my"
+engine = "mysql"
+backends = ["{addr}"]
+monitor_secret = "superuser"
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+
+[[tenants]]
+name = "alice"
+databases = ["app1"]
+secret = "owner"
+mysql_native_password = "{hash}"
+
+[[secrets]]
+name = "superuser"
+user = "{su}"
+password = "{su_pw}"
+
+[[secrets]]
+name = "owner"
+user = "app_owner"
+password = "{owner}"
+"#,
+        addr = p.addr(),
+        hash = gatehouse_proto_mysql::auth::native_password::format_stored(
+            &gatehouse_proto_mysql::auth::native_password::stored_hash(b"alice-pw")
+        ),
+        su = ctx.cluster.mysql_user(),
+        su_pw = ctx.cluster.mysql_password(),
+        owner = crate::OWNER_PW,
+    );
+    let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+    ctx.rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let addr = app.local_addr("rw").context("rw")?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let proxy = tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        let (mut s, _) = crate::queries::raw_login_at(addr).await?;
+        let _ = tx.send(());
+        let started = Instant::now();
+        let p = tokio::time::timeout(Duration::from_secs(5), crate::queries::read_raw(&mut s))
+            .await
+            .context("the idle session was not ended")??;
+        ensure!(crate::queries::err_code(&p) == Some(1053), "{p:?}");
+        tokio::time::timeout(Duration::from_secs(10), proxy)
+            .await
+            .context("run() did not return")???;
+        ensure!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        ensure!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "still accepting after shutdown"
+        );
         Ok(())
     })
 }

@@ -178,7 +178,8 @@ impl Session<'_> {
 
     async fn serve(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<(), Fatal> {
         let max = self.core.settings.proxy.max_message_bytes;
-        let mut shutdown = self.core.shutdown.clone();
+        let core = self.core;
+        let shutdown = &core.shutdown;
         let half_sent = self.core.settings.proxy.client_message_timeout;
         // Raised by another session's `KILL [CONNECTION]` (see [`super::kill`]).
         let cancel = self.cancel;
@@ -197,7 +198,11 @@ impl Session<'_> {
                     let woke = tokio::select! {
                         r = fill(stream, buf) => Some(r),
                         () = cancel.slot.terminated() => None,
-                        _ = shutdown.wait_for(|s| *s), if self.lease.is_none() => {
+                        // Shutdown wakes idle sessions through their cancel slot.
+                        () = std::future::poll_fn(|cx| {
+                            let _ = cancel.slot.poll_idle(cx);
+                            if *shutdown.borrow() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+                        }), if self.lease.is_none() => {
                             return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
                         }
                         _ = sleep_opt(idle) => {
