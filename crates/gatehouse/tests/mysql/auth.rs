@@ -52,6 +52,13 @@ fn refusals(ctx: &Ctx) -> Result<()> {
         let (_, a) = refused(ctx, "alice", "wrong-pw", "app1").await?;
         let (_, b) = refused(ctx, "nobody", "wrong-pw", "app1").await?;
         ensure!(a.replace("alice", "X") == b.replace("nobody", "X"), "{a} vs {b}");
+        // So does a tenant with no MySQL hash (tokens only) on an endpoint
+        // whose method is the hash exchange: nothing tells it exists.
+        let (code, c) = refused(ctx, "tina", "wrong-pw", "app1").await?;
+        ensure!(
+            code == 1045 && c.replace("tina", "X") == b.replace("nobody", "X"),
+            "{c} vs {b}"
+        );
         Ok(())
     })
 }

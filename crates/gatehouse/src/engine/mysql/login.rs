@@ -10,9 +10,10 @@
 //!   or has it already); over plain TCP without a key the client is
 //!   switched to `mysql_native_password`;
 //! * `mysql_clear_password` (over TLS, or where plaintext tokens are
-//!   allowed) on `client_auth = "password"` endpoints and for tenants that
-//!   have no MySQL hash: a signed token or the tenant's password, checked
-//!   like PostgreSQL's cleartext password ([`crate::auth`]).
+//!   allowed) on `client_auth = "password"` endpoints: a signed token or the
+//!   tenant's password, checked like PostgreSQL's cleartext password
+//!   ([`crate::auth`]). Elsewhere a tenant without a MySQL hash fails like
+//!   an unknown user.
 //!
 //! Every refusal of a password is the same ER_ACCESS_DENIED_ERROR.
 
@@ -200,9 +201,18 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let plaintext_ok = tls || endpoint.allow_plaintext_tokens;
     let native_hash = tenant.as_ref().and_then(|t| t.mysql_native);
-    // Tenants without a MySQL hash (SCRAM verifier, tokens) can only be
-    // checked from the password itself.
-    let wants_password = endpoint.client_auth == ClientAuth::Password || (tenant.is_some() && native_hash.is_none());
+    // The method is the endpoint's, whoever logs in: a tenant without a
+    // MySQL hash (SCRAM verifier, tokens only) is checked from the password
+    // itself on `client_auth = "password"` endpoints; elsewhere it fails the
+    // hash exchange like an unknown user, so the exchange never tells which
+    // tenants exist.
+    let wants_password = endpoint.client_auth == ClientAuth::Password;
+    if !wants_password && native_hash.is_none() && tenant.is_some() {
+        tracing::info!(
+            user,
+            "tenant has no mysql_native_password hash: it can log in only on client_auth = \"password\" endpoints"
+        );
+    }
     let plugin = response.auth_plugin.as_deref().unwrap_or(NATIVE);
     let ok = if wants_password {
         if !plaintext_ok {
