@@ -10,6 +10,7 @@
 
 pub mod auth;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -405,6 +406,25 @@ pub async fn cancel(target: MyCancelTarget) -> Result<(), ProxyError> {
 /// Asks the server its role and connection limit: writable unless
 /// `read_only` (replicas) or `innodb_read_only` is on.
 pub async fn probe(addr: &str, user: &str, password: &[u8], timeout: Duration) -> Result<Probe, ProxyError> {
+    probe_with(addr, user, password, timeout, false).await.map(|(p, _)| p)
+}
+
+/// Collation id → (character set, collation name), as the server names them.
+pub type CollationTable = HashMap<u8, (String, String)>;
+
+/// The server's one-byte collation ids (what a handshake can carry), by
+/// character set and name.
+const COLLATIONS_SQL: &str =
+    "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID < 256";
+
+/// [`probe`], and with `collations` the server's collation table too.
+pub async fn probe_with(
+    addr: &str,
+    user: &str,
+    password: &[u8],
+    timeout: Duration,
+    collations: bool,
+) -> Result<(Probe, Option<CollationTable>), ProxyError> {
     let work = async {
         let password = Arc::new(Zeroizing::new(password.to_vec()));
         let mut conn = connect_inner(addr, user, password, None).await?;
@@ -413,6 +433,19 @@ pub async fn probe(addr: &str, user: &str, password: &[u8], timeout: Duration) -
             Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => conn.query(PROBE_SQL_BASIC).await?,
             Err(e) => return Err(query_error(addr, &e)),
         };
+        let table = if collations {
+            let rows = conn.query(COLLATIONS_SQL).await?.rows;
+            let table: CollationTable = rows
+                .into_iter()
+                .filter_map(|r| match r.as_slice() {
+                    [Some(id), Some(charset), Some(name)] => Some((id.parse().ok()?, (charset.clone(), name.clone()))),
+                    _ => None,
+                })
+                .collect();
+            Some(table).filter(|t| !t.is_empty())
+        } else {
+            None
+        };
         conn.close().await;
         let row = result
             .rows
@@ -420,10 +453,11 @@ pub async fn probe(addr: &str, user: &str, password: &[u8], timeout: Duration) -
             .ok_or_else(|| malformed(addr, "probe returned no row"))?;
         let flag = |i: usize| matches!(row.get(i), Some(Some(v)) if v == "1" || v.eq_ignore_ascii_case("ON"));
         let max_connections = row.get(1).and_then(|v| v.as_deref()).and_then(|v| v.parse().ok());
-        Ok(Probe {
+        let probe = Probe {
             writable: !(flag(0) || flag(2)),
             max_connections,
-        })
+        };
+        Ok((probe, table))
     };
     match tokio::time::timeout(timeout, work).await {
         Ok(r) => r,

@@ -34,7 +34,7 @@ pub mod txn;
 pub mod vars;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use self::backend::{MyCancelTarget, MyConn};
@@ -55,6 +55,10 @@ pub struct MyEngine {
     /// An entry counts only while the tenant's configured hash is the same,
     /// so a password changed by a reload never passes the fast path.
     sha2_verifiers: Mutex<HashMap<String, CachedVerifier>>,
+    /// Collation id → (character set, collation), from the first backend
+    /// probed (`information_schema.COLLATIONS`): how a client's handshake
+    /// collation is replayed with `SET NAMES`.
+    collations: Mutex<Option<Arc<backend::CollationTable>>>,
 }
 
 /// (the native hash the password matched, SHA256(SHA256(password))).
@@ -65,6 +69,7 @@ impl Default for MyEngine {
         Self {
             server_version: Mutex::new(FALLBACK_SERVER_VERSION.into()),
             sha2_verifiers: Mutex::new(HashMap::new()),
+            collations: Mutex::new(None),
         }
     }
 }
@@ -88,6 +93,16 @@ impl MyEngine {
         let mut v = self.server_version.lock().unwrap_or_else(PoisonError::into_inner);
         if *v != announced {
             *v = announced;
+        }
+    }
+
+    /// The character set and collation of collation `id`: the server's
+    /// name for it, or a built-in name before any server was read.
+    pub fn collation_name(&self, id: u8) -> Option<(String, String)> {
+        let table = self.collations.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        match table {
+            Some(t) => t.get(&id).cloned(),
+            None => vars::builtin_collation_name(id).map(|(c, n)| (c.to_owned(), n.to_owned())),
         }
     }
 
@@ -148,7 +163,14 @@ impl Engine for MyEngine {
     }
 
     async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
-        backend::probe(backend, &secret.user, secret.password.expose().as_bytes(), timeout).await
+        let need_collations = self.collations.lock().unwrap_or_else(PoisonError::into_inner).is_none();
+        let password = secret.password.expose().as_bytes();
+        let (probe, collations) =
+            backend::probe_with(backend, &secret.user, password, timeout, need_collations).await?;
+        if let Some(table) = collations {
+            *self.collations.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(table));
+        }
+        Ok(probe)
     }
 
     async fn cancel(&self, target: MyCancelTarget) -> Result<(), ProxyError> {
@@ -166,7 +188,6 @@ impl Engine for MyEngine {
 mod tests {
     use super::*;
     use gatehouse_proto_mysql::auth::{caching_sha2, native_password};
-    use std::sync::Arc;
 
     fn tenant(password: &str) -> Tenant {
         Tenant {

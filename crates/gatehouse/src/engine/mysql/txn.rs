@@ -111,7 +111,7 @@ pub async fn run(
     let backend = start.backend;
     let database = start.database.clone().unwrap_or_default();
     let pool = pool_for(core, start.endpoint, &start.tenant, &backend, &database);
-    let vars = Vars::for_collation(start.collation, BACKEND_COLLATION);
+    let vars = Vars::for_collation(start.collation, BACKEND_COLLATION, |id| core.engine.collation_name(id));
     let mut s = Session {
         core,
         endpoint: start.endpoint,
@@ -605,7 +605,8 @@ impl Session<'_> {
         self.tenant = tenant;
         let collation = request.charset.and_then(|c| u8::try_from(c).ok());
         if let Some(c) = collation {
-            self.default_vars = Vars::for_collation(c, BACKEND_COLLATION);
+            let engine = &self.core.engine;
+            self.default_vars = Vars::for_collation(c, BACKEND_COLLATION, |id| engine.collation_name(id));
             self.vars = self.default_vars.clone();
         }
         let mut ok = BytesMut::new();

@@ -26,12 +26,18 @@ impl Vars {
 
     /// The variables a client's handshake collation implies (`SET NAMES`),
     /// or nothing when it is the collation backend connections use.
-    pub fn for_collation(id: u8, backend_default: u8) -> Self {
+    /// `lookup` names a collation id (the backend's own table); an id it
+    /// does not know is logged and left alone.
+    pub fn for_collation(id: u8, backend_default: u8, lookup: impl FnOnce(u8) -> Option<(String, String)>) -> Self {
         let mut v = Self::new();
-        if id != backend_default
-            && let Some((charset, collation)) = collation_name(id)
-        {
-            v.0.insert(NAMES.into(), format!("{charset} COLLATE {collation}"));
+        if id == backend_default {
+            return v;
+        }
+        match lookup(id) {
+            Some((charset, collation)) => {
+                v.0.insert(NAMES.into(), format!("{charset} COLLATE {collation}"));
+            }
+            None => tracing::info!(collation = id, "client collation unknown to the server: not replayed"),
         }
         v
     }
@@ -127,7 +133,9 @@ impl Vars {
 /// Character set and collation names of common collation ids (MySQL
 /// `information_schema.COLLATIONS`), for clients whose handshake asks for
 /// another collation than the backend connections use.
-fn collation_name(id: u8) -> Option<(&'static str, &'static str)> {
+/// Names of common collation ids, used until the server's own table
+/// (`information_schema.COLLATIONS`, read by the first probe) is known.
+pub fn builtin_collation_name(id: u8) -> Option<(&'static str, &'static str)> {
     Some(match id {
         8 => ("latin1", "latin1_swedish_ci"),
         11 => ("ascii", "ascii_general_ci"),
@@ -200,8 +208,9 @@ mod tests {
 
     #[test]
     fn handshake_collation() {
-        assert_eq!(Vars::for_collation(45, 45), Vars::new());
-        let latin = Vars::for_collation(8, 45);
+        let builtin = |id| builtin_collation_name(id).map(|(a, b)| (a.to_owned(), b.to_owned()));
+        assert_eq!(Vars::for_collation(45, 45, builtin), Vars::new());
+        let latin = Vars::for_collation(8, 45, builtin);
         assert_eq!(
             latin.replay_sql(&Vars::new(), true).as_deref(),
             Some("SET NAMES latin1 COLLATE latin1_swedish_ci")
