@@ -2,7 +2,7 @@
 //! `mysql` command-line client, and each refusal with its error number
 //! (the message never shows the password).
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use mysql_async::prelude::*;
 
 use crate::Ctx;
@@ -64,37 +64,11 @@ fn refusals(ctx: &Ctx) -> Result<()> {
 }
 
 fn mysql_cli(ctx: &Ctx) -> Result<()> {
-    let a = ctx.addr("rw");
     for tls in [true, false] {
-        let mut cmd = std::process::Command::new("mysql");
-        cmd.args([
-            "--no-defaults",
-            "-h",
-            &a.ip().to_string(),
-            "-P",
-            &a.port().to_string(),
-            "-u",
-            "alice",
-            "-palice-pw",
-            "-N",
-            "-B",
-            "app1",
-            "-e",
-            "SELECT v FROM t WHERE id = 2; SHOW STATUS LIKE 'Ssl_cipher'",
-        ]);
-        if tls {
-            cmd.args(["--ssl", "--ssl-verify-server-cert=0"]);
-        } else {
-            cmd.arg("--skip-ssl");
-        }
-        let out = cmd.output().context("running mysql")?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        ensure!(
-            out.status.success(),
-            "mysql (tls {tls}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        ensure!(stdout.lines().next() == Some("two"), "{stdout}");
+        let sql = "SELECT v FROM t WHERE id = 2; SHOW STATUS LIKE 'Ssl_cipher'";
+        let r = crate::mysql_cli(ctx, "rw", "alice", "alice-pw", tls, &[], sql)?;
+        ensure!(r.ok, "mysql (tls {tls}): {}", r.stderr);
+        ensure!(r.stdout.lines().next() == Some("two"), "{}", r.stdout);
     }
     Ok(())
 }

@@ -87,6 +87,44 @@ impl Ctx {
 
 pub const OWNER_PW: &str = "owner-pw";
 
+/// What the `mysql` command-line client printed.
+pub struct CliRun {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the `mysql` command-line client (MariaDB's) against `endpoint` as
+/// `user` on database app1, batch mode without column names, with `tls`
+/// (not verifying the test certificate) or `--skip-ssl`, plus `extra`
+/// options, executing `sql`.
+pub fn mysql_cli(
+    ctx: &Ctx,
+    endpoint: &str,
+    user: &str,
+    password: &str,
+    tls: bool,
+    extra: &[&str],
+    sql: &str,
+) -> Result<CliRun> {
+    let a = ctx.addr(endpoint);
+    let mut cmd = std::process::Command::new("mysql");
+    cmd.args(["--no-defaults", "-h", &a.ip().to_string(), "-P", &a.port().to_string()])
+        .args(["-u", user, &format!("-p{password}"), "-N", "-B"])
+        .args(extra);
+    if tls {
+        cmd.args(["--ssl", "--ssl-verify-server-cert=0"]);
+    } else {
+        cmd.arg("--skip-ssl");
+    }
+    let out = cmd.args(["app1", "-e", sql]).output().context("running mysql")?;
+    Ok(CliRun {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
 /// The HS256 key tokens are signed with.
 pub const TOKEN_KEY: &str = "gatehouse-mysql-test-hs256-key-0123456789";
 

@@ -56,44 +56,18 @@ fn rsa_then_fast(ctx: &Ctx) -> Result<()> {
 
 fn mysql_cli(ctx: &Ctx) -> Result<()> {
     ensure!(!verifier_cached(ctx, "erin")?, "erin has a verifier before logging in");
-    let a = ctx.addr("sha2");
-    let run = |password: &str| {
-        std::process::Command::new("mysql")
-            .args([
-                "--no-defaults",
-                "--skip-ssl",
-                "-h",
-                &a.ip().to_string(),
-                "-P",
-                &a.port().to_string(),
-                "-u",
-                "erin",
-                &format!("-p{password}"),
-                "-N",
-                "-B",
-                "app1",
-                "-e",
-                "SELECT v FROM t WHERE id = 1",
-            ])
-            .output()
-            .context("running mysql")
-    };
+    let sql = "SELECT v FROM t WHERE id = 1";
+    let run = |password: &str| crate::mysql_cli(ctx, "sha2", "erin", password, false, &[], sql);
     // First login: full path (RSA); second: fast path.
     for round in 0..2 {
-        let out = run("erin-pw")?;
-        ensure!(
-            out.status.success(),
-            "mysql round {round}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        ensure!(stdout.lines().next() == Some("one"), "{stdout}");
+        let r = run("erin-pw")?;
+        ensure!(r.ok, "mysql round {round}: {}", r.stderr);
+        ensure!(r.stdout.lines().next() == Some("one"), "{}", r.stdout);
         ensure!(verifier_cached(ctx, "erin")?, "no verifier after round {round}");
     }
-    let out = run("wrong-pw")?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    ensure!(!out.status.success() && stderr.contains("1045"), "{stderr}");
-    ensure!(!stderr.contains("wrong-pw"), "{stderr}");
+    let r = run("wrong-pw")?;
+    ensure!(!r.ok && r.stderr.contains("1045"), "{}", r.stderr);
+    ensure!(!r.stderr.contains("wrong-pw"), "{}", r.stderr);
     Ok(())
 }
 

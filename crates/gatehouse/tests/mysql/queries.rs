@@ -3,7 +3,7 @@
 //! read-only endpoint on the replica, and bad input answered with the
 //! proper error number while the proxy keeps serving others.
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use mysql_async::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -24,38 +24,16 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
 /// 7): the proxy names it from the server's own collation table and
 /// replays it on whichever pooled connection serves the client.
 fn handshake_collation(ctx: &Ctx) -> Result<()> {
-    let a = ctx.addr("small");
     for charset in ["koi8r", "cp1250", "latin1"] {
-        let out = std::process::Command::new("mysql")
-            .args([
-                "--no-defaults",
-                "--skip-ssl",
-                &format!("--default-character-set={charset}"),
-                "-h",
-                &a.ip().to_string(),
-                "-P",
-                &a.port().to_string(),
-                "-u",
-                "alice",
-                "-palice-pw",
-                "-N",
-                "-B",
-                "app1",
-                "-e",
-                "SELECT @@character_set_client, @@character_set_results; SELECT @@character_set_connection",
-            ])
-            .output()
-            .context("running mysql")?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        ensure!(
-            out.status.success(),
-            "{charset}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines: Vec<&str> = stdout.lines().collect();
+        let option = format!("--default-character-set={charset}");
+        let sql = "SELECT @@character_set_client, @@character_set_results; SELECT @@character_set_connection";
+        let r = crate::mysql_cli(ctx, "small", "alice", "alice-pw", false, &[&option], sql)?;
+        ensure!(r.ok, "{charset}: {}", r.stderr);
+        let lines: Vec<&str> = r.stdout.lines().collect();
         ensure!(
             lines == [format!("{charset}\t{charset}").as_str(), charset],
-            "{charset}: {stdout}"
+            "{charset}: {}",
+            r.stdout
         );
     }
     Ok(())

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use gatehouse_token::{IssueRequest, IssuingKey, issue, unix_seconds};
 
 use crate::Ctx;
@@ -32,22 +32,16 @@ fn token(tenant: &str, issued: u64) -> Result<String> {
 
 /// Runs the `mysql` client against the token endpoint: (success, stdout, stderr).
 fn mysql(ctx: &Ctx, user: &str, password: &str, tls: bool) -> Result<(bool, String, String)> {
-    let a = ctx.addr("tok");
-    let mut cmd = std::process::Command::new("mysql");
-    cmd.args(["--no-defaults", "-h", &a.ip().to_string(), "-P", &a.port().to_string()])
-        .args(["-u", user, &format!("-p{password}"), "-N", "-B"])
-        .args(["app1", "-e", "SELECT DATABASE(), CURRENT_USER()"]);
-    if tls {
-        cmd.args(["--ssl", "--ssl-verify-server-cert=0"]);
-    } else {
-        cmd.arg("--skip-ssl");
-    }
-    let out = cmd.output().context("running mysql")?;
-    Ok((
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
+    let r = crate::mysql_cli(
+        ctx,
+        "tok",
+        user,
+        password,
+        tls,
+        &[],
+        "SELECT DATABASE(), CURRENT_USER()",
+    )?;
+    Ok((r.ok, r.stdout, r.stderr))
 }
 
 fn tokens(ctx: &Ctx) -> Result<()> {
