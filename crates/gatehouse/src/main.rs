@@ -36,16 +36,19 @@ enum Command {
     /// Validate a configuration file and list every problem with its line.
     CheckConfig { file: PathBuf },
     /// Print the verifier to put in a tenant's `scram_verifier` (or, with
-    /// --md5, its `md5_hash`; with --mysql, its `mysql_native_password`).
+    /// --md5, its `md5_hash`; with --mysql, its `mysql_native_password`;
+    /// with --mysql-ed25519, its `mysql_ed25519` key as MariaDB stores it).
     /// The password is read from standard input.
     HashPassword {
         /// The tenant (user) name; needed for md5.
         #[arg(long)]
         user: Option<String>,
-        #[arg(long, conflicts_with = "mysql")]
+        #[arg(long, conflicts_with_all = ["mysql", "mysql_ed25519"])]
         md5: bool,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "mysql_ed25519")]
         mysql: bool,
+        #[arg(long)]
+        mysql_ed25519: bool,
     },
     /// Manage the encrypted secrets file (backend credentials).
     #[command(subcommand)]
@@ -60,7 +63,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run { config } => run(config),
         Command::CheckConfig { file } => check(&file),
-        Command::HashPassword { user, md5, mysql } => hash_password(user, md5, mysql),
+        Command::HashPassword {
+            user,
+            md5,
+            mysql,
+            mysql_ed25519,
+        } => hash_password(user, md5, mysql, mysql_ed25519),
         Command::Secrets(command) => cli::secrets::run(command),
         Command::Token(command) => cli::token::run(command),
     };
@@ -98,13 +106,17 @@ fn check(file: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn hash_password(user: Option<String>, md5: bool, mysql: bool) -> anyhow::Result<ExitCode> {
+fn hash_password(user: Option<String>, md5: bool, mysql: bool, mysql_ed25519: bool) -> anyhow::Result<ExitCode> {
     let mut password = String::new();
     std::io::stdin()
         .read_line(&mut password)
         .context("reading the password from standard input")?;
     let password = password.trim_end_matches(['\r', '\n']);
-    if mysql {
+    if mysql_ed25519 {
+        use base64::Engine as _;
+        let key = gatehouse_proto_mysql::auth::ed25519::public_key(password.as_bytes());
+        println!("{}", base64::engine::general_purpose::STANDARD_NO_PAD.encode(key));
+    } else if mysql {
         use gatehouse_proto_mysql::auth::native_password;
         println!(
             "{}",

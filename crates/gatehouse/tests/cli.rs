@@ -70,6 +70,9 @@ fn hashed_passwords_make_a_valid_config() {
     // MySQL's own PASSWORD('secret').
     let mysql = hash("secret\n", &["--mysql"]);
     assert_eq!(mysql, "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7");
+    // What MariaDB 10.11 stores for IDENTIFIED VIA ed25519 USING PASSWORD('secret').
+    let ed = hash("secret\n", &["--mysql-ed25519"]);
+    assert_eq!(ed, "ZIgUREUg5PVgQ6LskhXmO+eZLS0nC8be6HPjYWR4YJY");
     let text = format!(
         r#"[[clusters]]
 name = "main"

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::model::{Secret, Tenant};
-use super::validate::{Ctx, connection_rate, mysql_native_hash, tenant_auth};
+use super::validate::{Ctx, connection_rate, mysql_ed25519_key, mysql_native_hash, tenant_auth};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +26,7 @@ struct Line {
     scram_verifier: Option<String>,
     md5_hash: Option<String>,
     mysql_native_password: Option<String>,
+    mysql_ed25519: Option<String>,
     #[serde(default)]
     token: bool,
     connection_rate: Option<u32>,
@@ -94,10 +95,18 @@ pub(super) fn load(
             .map_err(|e| errors.push(e))
             .ok()
             .flatten();
+        let mysql_ed25519 = line
+            .mysql_ed25519
+            .as_deref()
+            .map(mysql_ed25519_key)
+            .transpose()
+            .map_err(|e| errors.push(e))
+            .ok()
+            .flatten();
         let auth = tenant_auth(
             line.scram_verifier.as_deref(),
             line.md5_hash.as_deref(),
-            line.token || line.mysql_native_password.is_some(),
+            line.token || line.mysql_native_password.is_some() || line.mysql_ed25519.is_some(),
         )
         .map_err(|e| errors.push(e))
         .ok()
@@ -116,6 +125,7 @@ pub(super) fn load(
                     secret,
                     auth,
                     mysql_native,
+                    mysql_ed25519,
                     token: line.token,
                     connection_rate,
                 };

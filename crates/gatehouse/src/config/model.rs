@@ -123,6 +123,9 @@ pub enum MysqlDefaultAuth {
     Native,
     /// `caching_sha2_password`: MySQL 8's default.
     CachingSha2,
+    /// MariaDB's `client_ed25519` (every client is switched to it with a
+    /// 32-byte nonce; tenants need `mysql_ed25519`).
+    Ed25519,
 }
 
 /// How an endpoint asks clients to authenticate. The method is the
@@ -159,6 +162,8 @@ pub struct Tenant {
     pub auth: Option<TenantAuth>,
     /// SHA1(SHA1(password)), for MySQL clients using `mysql_native_password`.
     pub mysql_native: Option<[u8; 20]>,
+    /// The Ed25519 public key, for MariaDB clients using `client_ed25519`.
+    pub mysql_ed25519: Option<[u8; 32]>,
     /// Whether the tenant may present a signed token as its password.
     pub token: bool,
     /// How fast the tenant may open connections; `None`: unlimited.

@@ -146,6 +146,8 @@ pub struct RawTenant {
     pub md5_hash: Option<Spanned<String>>,
     /// MySQL's stored form, `*` + 40 hex digits of SHA1(SHA1(password)).
     pub mysql_native_password: Option<Spanned<String>>,
+    /// MariaDB's stored ed25519 public key (base64, as in `mysql.global_priv`).
+    pub mysql_ed25519: Option<Spanned<String>>,
     pub token: Option<bool>,
     pub max_backend_connections: Option<Spanned<u32>>,
     /// New connections a second (the average).

@@ -449,3 +449,27 @@ fn mysql_auth_keys_are_checked() {
     assert!(p[0].message.contains("not an RSA key"), "{p:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn mysql_ed25519_keys_are_checked() {
+    let mysql = good().replace("engine = \"postgres\"", "engine = \"mysql\"");
+    let with_key = |key: &str| {
+        mysql.replace(
+            &format!("scram_verifier = \"{VERIFIER}\""),
+            &format!("mysql_ed25519 = \"{key}\""),
+        )
+    };
+    // MariaDB's stored form for 'secret', with or without padding.
+    for key in [
+        "ZIgUREUg5PVgQ6LskhXmO+eZLS0nC8be6HPjYWR4YJY",
+        "ZIgUREUg5PVgQ6LskhXmO+eZLS0nC8be6HPjYWR4YJY=",
+    ] {
+        let s = parse(&with_key(key), Path::new(".")).unwrap();
+        assert!(s.tenants["app"].mysql_ed25519.is_some());
+    }
+    for bad in ["not base64!", "ZIgUREUg5PVgQ6Lskh"] {
+        let p = problems(&with_key(bad));
+        assert!(p[0].message.contains("mysql_ed25519 must be"), "{p:?}");
+        assert!(!p[0].message.contains(bad), "the bad key is echoed: {p:?}");
+    }
+}

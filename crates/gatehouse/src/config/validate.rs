@@ -429,11 +429,12 @@ fn mysql_auth(
     let default_auth = match e.mysql_default_auth.as_ref().map(|a| (a, a.get_ref().as_str())) {
         None | Some((_, "mysql_native_password")) => MysqlDefaultAuth::Native,
         Some((_, "caching_sha2_password")) => MysqlDefaultAuth::CachingSha2,
+        Some((_, "client_ed25519" | "ed25519")) => MysqlDefaultAuth::Ed25519,
         Some((a, other)) => {
             cx.at(
                 a,
                 format!(
-                    "unknown mysql_default_auth \"{other}\" (expected \"mysql_native_password\" or \"caching_sha2_password\")"
+                    "unknown mysql_default_auth \"{other}\" (expected \"mysql_native_password\", \"caching_sha2_password\" or \"client_ed25519\")"
                 ),
             );
             MysqlDefaultAuth::Native
@@ -479,10 +480,14 @@ fn tenants(
             None => Ok(None),
             Some(h) => mysql_native_hash(h.get_ref()).map(Some).map_err(|e| cx.at(h, e)),
         };
+        let mysql_ed25519 = match &t.mysql_ed25519 {
+            None => Ok(None),
+            Some(k) => mysql_ed25519_key(k.get_ref()).map(Some).map_err(|e| cx.at(k, e)),
+        };
         let auth = tenant_auth(
             t.scram_verifier.as_ref().map(|v| v.get_ref().as_str()),
             t.md5_hash.as_ref().map(|h| h.get_ref().as_str()),
-            token || t.mysql_native_password.is_some(),
+            token || t.mysql_native_password.is_some() || t.mysql_ed25519.is_some(),
         );
         let (auth, auth_ok) = match auth {
             Ok(a) => (a, true),
@@ -509,7 +514,9 @@ fn tenants(
         {
             cx.at(m, "max_backend_connections must be at least 1");
         }
-        if let (Some(secret), true, Ok(connection_rate), Ok(mysql_native)) = (secret, auth_ok, rate, mysql_native) {
+        if let (Some(secret), true, Ok(connection_rate), Ok(mysql_native), Ok(mysql_ed25519)) =
+            (secret, auth_ok, rate, mysql_native, mysql_ed25519)
+        {
             let tenant = Tenant {
                 name: t.name.get_ref().clone(),
                 databases: t.databases.get_ref().clone(),
@@ -518,6 +525,7 @@ fn tenants(
                 secret,
                 auth,
                 mysql_native,
+                mysql_ed25519,
                 token,
                 connection_rate,
             };
@@ -537,6 +545,17 @@ pub(super) fn mysql_native_hash(text: &str) -> Result<[u8; 20], String> {
         *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2).ok_or(WRONG)?, 16).map_err(|_| WRONG)?;
     }
     Ok(out)
+}
+
+/// MariaDB's stored ed25519 key: 32 bytes in base64, padded or not.
+pub(super) fn mysql_ed25519_key(text: &str) -> Result<[u8; 32], String> {
+    use base64::Engine as _;
+    const WRONG: &str = "mysql_ed25519 must be a base64 Ed25519 public key, as MariaDB stores it (see `gatehouse hash-password --mysql-ed25519`)";
+    let trimmed = text.trim_end_matches('=');
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(trimmed)
+        .map_err(|_| WRONG)?;
+    bytes.try_into().map_err(|_| WRONG.to_owned())
 }
 
 /// A tenant's password method from its `scram_verifier` / `md5_hash`; a

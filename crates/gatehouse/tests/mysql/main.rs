@@ -259,6 +259,20 @@ name = "via_sha2_monitor"
 user = "alice"
 password = "alice-pw"
 
+# MariaDB's ed25519 for every client; frank has only an ed25519 key.
+[[endpoints]]
+name = "ed"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+mysql_default_auth = "client_ed25519"
+
+[[tenants]]
+name = "frank"
+databases = ["app1"]
+secret = "owner"
+mysql_ed25519 = "{frank_key}"
+
 [[tenants]]
 name = "tina"
 databases = ["app1"]
@@ -278,6 +292,11 @@ password = "{OWNER_PW}"
         d = dir.display(),
         su = cluster.mysql_user(),
         su_pw = cluster.mysql_password(),
+        frank_key = {
+            use base64::Engine as _;
+            let key = gatehouse_proto_mysql::auth::ed25519::public_key(b"frank-pw");
+            base64::engine::general_purpose::STANDARD_NO_PAD.encode(key)
+        },
     );
     for (name, pw, dbs) in TENANTS {
         let hash = native_password::format_stored(&native_password::stored_hash(pw.as_bytes()));
@@ -357,7 +376,7 @@ fn setup() -> Result<Arc<Ctx>> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "ro", "small", "kill", "sess", "tok", "sha2", "chain"]
+        let endpoints = ["rw", "ro", "small", "kill", "sess", "tok", "sha2", "chain", "ed"]
             .iter()
             .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
             .collect::<Vec<_>>();

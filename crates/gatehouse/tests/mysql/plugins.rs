@@ -2,7 +2,8 @@
 //! clients (mysql_async, the `mysql` command-line client) against the
 //! "sha2" endpoint, which greets with MySQL 8's default plugin; and the
 //! proxy's own backend logins through the full path (RSA) and the fast path
-//! (cached verifier), with the proxy's "sha2" endpoint as the server.
+//! (cached verifier), with the proxy's "sha2" endpoint as the server; and
+//! MariaDB's `client_ed25519` with the `mysql` command-line client.
 
 use anyhow::{Context, Result, ensure};
 use mysql_async::prelude::*;
@@ -14,6 +15,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("plugins::caching_sha2_rsa_then_fast_path", rsa_then_fast),
         ("plugins::mysql_cli_caching_sha2_over_plain_tcp", mysql_cli),
         ("plugins::backend_logins_through_caching_sha2", backend_chain),
+        ("plugins::mysql_cli_client_ed25519", ed25519_cli),
     ]
 }
 
@@ -118,4 +120,23 @@ fn backend_chain(ctx: &Ctx) -> Result<()> {
         b.disconnect().await?;
         Ok(())
     })
+}
+
+/// The "ed" endpoint switches every client to `client_ed25519`: frank
+/// (whose key is what `ed25519_password()` would store) logs in with the
+/// `mysql` client's ed25519 plugin; a wrong password, an unknown user and a
+/// tenant with only a native hash all get the same 1045.
+fn ed25519_cli(ctx: &Ctx) -> Result<()> {
+    let sql = "SELECT v FROM t WHERE id = 2";
+    let r = crate::mysql_cli(ctx, "ed", "frank", "frank-pw", false, &[], sql)?;
+    ensure!(r.ok, "frank: {}", r.stderr);
+    ensure!(r.stdout.lines().next() == Some("two"), "{}", r.stdout);
+    let mut refusals = Vec::new();
+    for (user, pw) in [("frank", "wrong-pw"), ("nobody", "wrong-pw"), ("alice", "alice-pw")] {
+        let r = crate::mysql_cli(ctx, "ed", user, pw, false, &[], sql)?;
+        ensure!(!r.ok && r.stderr.contains("1045"), "{user}: {}", r.stderr);
+        refusals.push(r.stderr.replace(user, "X"));
+    }
+    ensure!(refusals.iter().all(|m| *m == refusals[0]), "{refusals:?}");
+    Ok(())
 }

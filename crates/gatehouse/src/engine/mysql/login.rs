@@ -15,12 +15,18 @@
 //!   ([`crate::auth`]). Elsewhere a tenant without a MySQL hash fails like
 //!   an unknown user.
 //!
+//! * MariaDB's `client_ed25519` on endpoints with `mysql_default_auth =
+//!   "client_ed25519"`: every client is switched to it with a 32-byte nonce
+//!   and its signature checked against the tenant's `mysql_ed25519` key.
+//!
 //! Every refusal of a password is the same ER_ACCESS_DENIED_ERROR.
 
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, clear_password, ct_eq, generate_nonce, native_password};
+use gatehouse_proto_mysql::auth::{
+    NONCE_LEN, caching_sha2, clear_password, ct_eq, ed25519, generate_nonce, native_password,
+};
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::handshake::{
     AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
@@ -120,7 +126,9 @@ pub async fn greet(
         charset: DEFAULT_COLLATION,
         status: SERVER_STATUS_AUTOCOMMIT,
         auth_plugin: match endpoint.mysql_default_auth {
-            MysqlDefaultAuth::Native => NATIVE.into(),
+            // ed25519 needs a 32-byte nonce: clients are switched to it, as
+            // MariaDB does.
+            MysqlDefaultAuth::Native | MysqlDefaultAuth::Ed25519 => NATIVE.into(),
             MysqlDefaultAuth::CachingSha2 => CACHING_SHA2.into(),
         },
     };
@@ -207,7 +215,11 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     // hash exchange like an unknown user, so the exchange never tells which
     // tenants exist.
     let wants_password = endpoint.client_auth == ClientAuth::Password;
-    if !wants_password && native_hash.is_none() && tenant.is_some() {
+    if !wants_password
+        && native_hash.is_none()
+        && tenant.is_some()
+        && endpoint.mysql_default_auth != MysqlDefaultAuth::Ed25519
+    {
         tracing::info!(
             user,
             "tenant has no mysql_native_password hash: it can log in only on client_auth = \"password\" endpoints"
@@ -236,6 +248,8 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 false
             }
         }
+    } else if endpoint.mysql_default_auth == MysqlDefaultAuth::Ed25519 {
+        ed25519_exchange(phase, tenant.as_ref().and_then(|t| t.mysql_ed25519)).await?
     } else if plugin == CACHING_SHA2 && !response.auth_response.is_empty() {
         let cached = tenant.as_ref().and_then(|t| core.engine.sha2_verifier(t));
         match cached {
@@ -305,6 +319,28 @@ fn full_auth_check(
             .remember_sha2_verifier(t, caching_sha2::stored_hash(password));
     }
     good
+}
+
+/// MariaDB's `client_ed25519`: switches the client to it with a fresh
+/// 32-byte nonce and checks the signature against the tenant's key. Every
+/// user name gets the same exchange; one without a key is checked against a
+/// key nobody has, at the same cost.
+async fn ed25519_exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    phase: &mut Phase<S>,
+    stored: Option<[u8; ed25519::PUBLIC_KEY_LEN]>,
+) -> Result<bool, ProxyError> {
+    let mut nonce = [0u8; ed25519::NONCE_LEN];
+    rand::RngCore::fill_bytes(&mut rand::thread_rng(), &mut nonce);
+    let mut out = BytesMut::new();
+    AuthSwitchRequest {
+        plugin: ed25519::CLIENT_PLUGIN.into(),
+        data: nonce.to_vec(),
+    }
+    .encode(&mut out);
+    phase.write(&out).await?;
+    let answer = phase.read().await?;
+    let key = stored.unwrap_or_else(|| ed25519::public_key(&generate_nonce()));
+    Ok(ed25519::verify(&key, &nonce, &answer))
 }
 
 /// `mysql_native_password`: checks `first` (the handshake's answer), or

@@ -202,6 +202,7 @@ mod tests {
             }),
             auth: None,
             mysql_native: Some(native_password::stored_hash(password.as_bytes())),
+            mysql_ed25519: None,
             token: false,
             connection_rate: None,
         }
