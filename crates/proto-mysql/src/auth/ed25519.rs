@@ -91,6 +91,15 @@ mod tests {
         assert_ne!(a, public_key(&longer));
     }
 
+    proptest::proptest! {
+        /// Arbitrary keys, nonces and signatures are refused, never a panic.
+        #[test]
+        fn arbitrary_input_is_refused(key in proptest::prelude::any::<[u8; 32]>(),
+                                      sig in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80)) {
+            proptest::prop_assert!(!verify(&key, &[1u8; NONCE_LEN], &sig));
+        }
+    }
+
     #[test]
     fn nonce_is_32_bytes_or_32_and_nul() {
         assert_eq!(nonce_of(&[1u8; 32]).map(<[u8]>::len), Some(32));

@@ -156,6 +156,27 @@ mod tests {
         assert_ne!(other.as_deref(), Some(&b"s3cret"[..]));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever a client sends as the encrypted password, decryption
+        /// answers with an error or a password, never a panic.
+        #[test]
+        fn any_ciphertext_is_answered(ct in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+                                      nonce in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
+            let _ = key().decrypt_password(&ct, &nonce);
+        }
+
+        /// Any password that fits round-trips under any nonce.
+        #[test]
+        fn passwords_round_trip(pw in proptest::collection::vec(1u8..=255, 0..200),
+                                nonce in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..40)) {
+            let k = key();
+            let ct = encrypt_password(&pw, &nonce, k.public_pem().as_bytes()).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            let back = k.decrypt_password(&ct, &nonce).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            proptest::prop_assert_eq!(&back[..], &pw[..]);
+        }
+    }
+
     #[test]
     fn bad_input_is_an_error_not_a_panic() {
         let k = &key();
