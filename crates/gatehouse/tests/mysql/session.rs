@@ -17,6 +17,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("session::change_user_authenticates_through_the_proxy", change_user),
         ("session::reset_connection_clears_session_state", reset_connection),
         ("session::shutdown_ends_idle_sessions", shutdown),
+        ("session::health_checks_keep_their_connection", monitor_kept),
     ]
 }
 
@@ -184,4 +185,31 @@ password = "{owner}"
         );
         Ok(())
     })
+}
+
+/// The health check (every second here) keeps its monitor connection: the
+/// same server thread ids of the monitor user sleep between checks, instead
+/// of a login per check.
+fn monitor_kept(ctx: &Ctx) -> Result<()> {
+    let primary = ctx.cluster.mysql_primary().context("no primary")?.name.clone();
+    let sql = format!(
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '{}' AND COMMAND = 'Sleep'",
+        ctx.cluster.mysql_user()
+    );
+    let ids = || -> Result<std::collections::HashSet<String>> {
+        Ok(ctx
+            .cluster
+            .mysql_sql(&primary, &sql)?
+            .lines()
+            .map(str::to_owned)
+            .collect())
+    };
+    let before = ids()?;
+    std::thread::sleep(Duration::from_millis(3500));
+    let after = ids()?;
+    ensure!(
+        before.intersection(&after).next().is_some(),
+        "no monitor connection outlived 3 health checks: {before:?} then {after:?}"
+    );
+    Ok(())
 }

@@ -406,7 +406,11 @@ pub async fn cancel(target: MyCancelTarget) -> Result<(), ProxyError> {
 /// Asks the server its role and connection limit: writable unless
 /// `read_only` (replicas) or `innodb_read_only` is on.
 pub async fn probe(addr: &str, user: &str, password: &[u8], timeout: Duration) -> Result<Probe, ProxyError> {
-    probe_with(addr, user, password, timeout, false).await.map(|(p, _)| p)
+    let (result, conn) = probe_with(addr, user, password, timeout, false, None).await;
+    if let Some(c) = conn {
+        c.close().await;
+    }
+    result.map(|(p, _)| p)
 }
 
 /// Collation id → (character set, collation name), as the server names them.
@@ -417,17 +421,29 @@ pub type CollationTable = HashMap<u8, (String, String)>;
 const COLLATIONS_SQL: &str =
     "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID < 256";
 
-/// [`probe`], and with `collations` the server's collation table too.
+/// What a probe learned, and the server's collation table when asked.
+pub type ProbeResult = Result<(Probe, Option<CollationTable>), ProxyError>;
+
+/// [`probe`] over `cached` (the monitor connection kept from the last probe)
+/// or a new connection, and with `collations` the server's collation table
+/// too. The connection comes back for next time when it is still good, so a
+/// health check does not cost the server a login every interval.
 pub async fn probe_with(
     addr: &str,
     user: &str,
     password: &[u8],
     timeout: Duration,
     collations: bool,
-) -> Result<(Probe, Option<CollationTable>), ProxyError> {
+    cached: Option<MyConn>,
+) -> (ProbeResult, Option<MyConn>) {
     let work = async {
-        let password = Arc::new(Zeroizing::new(password.to_vec()));
-        let mut conn = connect_inner(addr, user, password, None).await?;
+        let mut conn = match cached.map(|mut c| (c.is_usable(), c)) {
+            Some((true, c)) => c,
+            _ => {
+                let password = Arc::new(Zeroizing::new(password.to_vec()));
+                connect_inner(addr, user, password, None).await?
+            }
+        };
         let result = match conn.query_raw(PROBE_SQL).await? {
             Ok(r) => r,
             Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => conn.query(PROBE_SQL_BASIC).await?,
@@ -446,7 +462,6 @@ pub async fn probe_with(
         } else {
             None
         };
-        conn.close().await;
         let row = result
             .rows
             .first()
@@ -457,10 +472,11 @@ pub async fn probe_with(
             writable: !(flag(0) || flag(2)),
             max_connections,
         };
-        Ok((probe, table))
+        Ok(((probe, table), conn))
     };
     match tokio::time::timeout(timeout, work).await {
-        Ok(r) => r,
-        Err(_) => Err(io_error(addr, "probe timed out")),
+        Ok(Ok((learned, conn))) => (Ok(learned), Some(conn)),
+        Ok(Err(e)) => (Err(e), None),
+        Err(_) => (Err(io_error(addr, "probe timed out")), None),
     }
 }

@@ -64,17 +64,19 @@ impl Engine for PgEngine {
     }
 
     async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
+        // Kept per (user, address): clusters may probe one server as different users.
+        let key = format!("{}@{backend}", secret.user);
         let cached = self
             .probes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(backend);
+            .remove(&key);
         let (result, conn) = backend::probe(backend, secret, timeout, cached).await;
         if let Some(conn) = conn {
             self.probes
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(backend.to_owned(), conn);
+                .insert(key, conn);
         }
         result
     }
