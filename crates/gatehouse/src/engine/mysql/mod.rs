@@ -59,9 +59,8 @@ pub struct MyEngine {
     /// probed (`information_schema.COLLATIONS`): how a client's handshake
     /// collation is replayed with `SET NAMES`.
     collations: Mutex<Option<Arc<backend::CollationTable>>>,
-    /// Monitor connections kept between health checks, by monitor user and
-    /// backend address.
-    probes: Mutex<HashMap<String, backend::MyConn>>,
+    /// Monitor connections kept between health checks.
+    probes: super::monitor::MonitorConns<backend::MyConn>,
 }
 
 /// (the native hash the password matched, SHA256(SHA256(password))).
@@ -73,7 +72,7 @@ impl Default for MyEngine {
             server_version: Mutex::new(FALLBACK_SERVER_VERSION.into()),
             sha2_verifiers: Mutex::new(HashMap::new()),
             collations: Mutex::new(None),
-            probes: Mutex::new(HashMap::new()),
+            probes: Default::default(),
         }
     }
 }
@@ -169,16 +168,11 @@ impl Engine for MyEngine {
     async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
         let need_collations = self.collations.lock().unwrap_or_else(PoisonError::into_inner).is_none();
         let password = secret.password.expose().as_bytes();
-        // Kept per (user, address): clusters may probe one server as different users.
-        let key = format!("{}@{backend}", secret.user);
-        let cached = self.probes.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        let cached = self.probes.take(&secret.user, backend);
         let (result, conn) =
             backend::probe_with(backend, &secret.user, password, timeout, need_collations, cached).await;
         if let Some(conn) = conn {
-            self.probes
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(key, conn);
+            self.probes.put(&secret.user, backend, conn);
         }
         let (probe, collations) = result?;
         if let Some(table) = collations {

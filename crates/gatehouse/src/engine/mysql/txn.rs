@@ -99,15 +99,33 @@ pub struct Session<'a> {
     pub stmts: Statements,
 }
 
+/// What woke a session waiting between commands.
+enum Woke {
+    Readable,
+    Killed,
+    Shutdown,
+    IdleTimeout,
+}
+
+/// After a command: go on, or the session is over.
+#[derive(PartialEq, Eq)]
+enum Next {
+    Continue,
+    End,
+}
+
 /// Ends the session: (sequence id for the ERR packet, the error).
 pub type Fatal = (u8, ProxyError);
 
-pub async fn run(
-    core: &Core<MyEngine>,
-    stream: &mut ClientStream,
+/// Serves the client after login until it leaves. Not an `async fn`: the
+/// session is built here, so the future keeps the [`Session`], not its
+/// ingredients as well.
+pub fn run<'a>(
+    core: &'a Core<MyEngine>,
+    stream: &'a mut ClientStream,
     mut buf: BytesMut,
-    start: Start<'_>,
-) -> Result<(), Fatal> {
+    start: Start<'a>,
+) -> impl Future<Output = Result<(), Fatal>> + Send + 'a {
     let backend = start.backend;
     let database = start.database.clone().unwrap_or_default();
     let pool = pool_for(core, start.endpoint, &start.tenant, &backend, &database);
@@ -137,12 +155,15 @@ pub async fn run(
         vars,
         stmts: Statements::default(),
     };
-    if start.endpoint.pool_mode == PoolMode::Session {
+    if s.endpoint.pool_mode == PoolMode::Session {
         s.pin("session_mode");
     }
-    let result = s.serve(stream, &mut buf).await;
-    s.finish().await;
-    result
+    async move {
+        let result = s.serve(stream, &mut buf).await;
+        // Boxed: the reset's future would otherwise sit in every idle task.
+        Box::pin(s.finish()).await;
+        result
+    }
 }
 
 fn pool_for(
@@ -176,14 +197,71 @@ impl Session<'_> {
         self.vars.sql_mode().map_or(Dialect::DEFAULT, Dialect::from_sql_mode)
     }
 
+    /// The command loop. Between commands the session waits with a
+    /// hand-written poll (the socket's readiness, and its cancel slot for
+    /// `KILL` and shutdown), a few pointers in the task; each command then
+    /// runs in a box of its own, so an idle client's task stays small.
     async fn serve(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<(), Fatal> {
+        loop {
+            if buf.is_empty() {
+                match self.wait_command(stream).await {
+                    Woke::Readable => {}
+                    Woke::Killed => return Box::pin(self.killed(false)).await,
+                    Woke::Shutdown => {
+                        return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
+                    }
+                    Woke::IdleTimeout => {
+                        return Err((
+                            0,
+                            ProxyError::new(Condition::IdleTimeout, "idle client timeout reached"),
+                        ));
+                    }
+                }
+            }
+            if Box::pin(self.command(stream, buf)).await? == Next::End {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Waits, holding nothing, for the client's next command.
+    async fn wait_command(&self, stream: &ClientStream) -> Woke {
+        let slot = &self.cancel.slot;
+        let shutdown = &self.core.shutdown;
+        let leased = self.lease.is_some();
+        let wait = std::future::poll_fn(|cx| {
+            // Register first, then look: a signal sent in between wakes us.
+            if slot.poll_idle(cx).is_ready() {
+                return std::task::Poll::Ready(Woke::Killed);
+            }
+            if !leased && *shutdown.borrow() {
+                return std::task::Poll::Ready(Woke::Shutdown);
+            }
+            stream.poll_readable(cx).map(|_| Woke::Readable)
+        });
+        match self.endpoint.idle_client_timeout.filter(|_| !leased) {
+            // Boxed: the timer is only paid for where a timeout is set.
+            Some(t) => Box::pin(tokio::time::timeout(t, wait))
+                .await
+                .unwrap_or(Woke::IdleTimeout),
+            None => wait.await,
+        }
+    }
+
+    async fn fatal_end(&mut self, stream: &mut ClientStream, seq: u8, err: MyError, msg: &str) -> Result<Next, Fatal> {
+        self.fatal(stream, seq, err, msg).await.map(|()| Next::End)
+    }
+
+    /// Reads one command (waiting as long as the idle rules allow) and runs
+    /// it; `End` when the session is over without an error to send.
+    async fn command(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<Next, Fatal> {
         let max = self.core.settings.proxy.max_message_bytes;
         let core = self.core;
         let shutdown = &core.shutdown;
         let half_sent = self.core.settings.proxy.client_message_timeout;
         // Raised by another session's `KILL [CONNECTION]` (see [`super::kill`]).
         let cancel = self.cancel;
-        loop {
+        {
             let idle = self.endpoint.idle_client_timeout.filter(|_| self.lease.is_none());
             // Between commands the client may wait (up to the idle timeout);
             // once a packet has begun, it must arrive whole in time.
@@ -211,18 +289,18 @@ impl Session<'_> {
                     };
                     match woke {
                         Some(r) => r,
-                        None => return self.killed(false).await,
+                        None => return self.killed(false).await.map(|()| Next::End),
                     }
                 } else {
                     let timed = tokio::select! {
                         r = tokio::time::timeout(half_sent, fill(stream, buf)) => r,
-                        () = cancel.slot.terminated() => return self.killed(false).await,
+                        () = cancel.slot.terminated() => return self.killed(false).await.map(|()| Next::End),
                     };
                     match timed {
                         Ok(r) => r,
                         Err(_) => {
                             let msg = "Got timeout reading communication packets";
-                            return self.fatal(stream, 1, errors::ER_NET_READ_INTERRUPTED, msg).await;
+                            return self.fatal_end(stream, 1, errors::ER_NET_READ_INTERRUPTED, msg).await;
                         }
                     }
                 };
@@ -232,10 +310,10 @@ impl Session<'_> {
             };
             let packet = match packet {
                 Ok(p) => p,
-                Err(IoError::Closed) => return Ok(()),
+                Err(IoError::Closed) => return Ok(Next::End),
                 Err(IoError::Frame(FrameError::TooLarge { .. })) => {
                     return self
-                        .fatal(
+                        .fatal_end(
                             stream,
                             1,
                             errors::ER_NET_PACKET_TOO_LARGE,
@@ -245,12 +323,12 @@ impl Session<'_> {
                 }
                 Err(e) => {
                     tracing::info!(error = %e, "client connection failed");
-                    return Ok(());
+                    return Ok(Next::End);
                 }
             };
             if packet.seq != 0 {
                 return self
-                    .fatal(
+                    .fatal_end(
                         stream,
                         packet.last_seq.wrapping_add(1),
                         errors::ER_NET_PACKETS_OUT_OF_ORDER,
@@ -260,25 +338,26 @@ impl Session<'_> {
             }
             let Some(&cmd) = packet.payload.first() else {
                 return self
-                    .fatal(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
+                    .fatal_end(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
                     .await;
             };
             if cmd == COM_QUIT {
-                return Ok(());
+                return Ok(Next::End);
             }
             if cancel.slot.is_terminated() {
-                return self.killed(false).await;
+                return self.killed(false).await.map(|()| Next::End);
             }
             // A kill while the command waits (for a connection, for the
             // backend's reply) abandons the command.
             let outcome = tokio::select! {
                 biased;
                 o = self.dispatch(stream, buf, cmd, &packet.payload[..]) => o,
-                () = cancel.slot.terminated() => return self.killed(true).await,
+                () = cancel.slot.terminated() => return self.killed(true).await.map(|()| Next::End),
             };
             outcome?;
             self.settle().await;
         }
+        Ok(Next::Continue)
     }
 
     /// Runs one client command (other than COM_QUIT).

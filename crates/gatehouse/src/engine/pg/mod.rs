@@ -25,14 +25,14 @@ use crate::engine::stream::ClientStream;
 use crate::engine::{ClientConn, Engine, Probe};
 use crate::error::{Condition, ProxyError};
 
-/// The PostgreSQL engine. It keeps one monitor connection per backend so
+/// The PostgreSQL engine. It keeps monitor connections between checks so
 /// health checks do not pay a SCRAM login every interval, and the login
 /// greetings of pooled sessions.
 #[derive(Default)]
 pub struct PgEngine {
     /// Login greetings of transaction-pooled sessions.
     pub greetings: greeting::Greetings,
-    probes: std::sync::Mutex<std::collections::HashMap<String, PgConn>>,
+    probes: super::monitor::MonitorConns<PgConn>,
 }
 
 impl Engine for PgEngine {
@@ -64,19 +64,10 @@ impl Engine for PgEngine {
     }
 
     async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
-        // Kept per (user, address): clusters may probe one server as different users.
-        let key = format!("{}@{backend}", secret.user);
-        let cached = self
-            .probes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&key);
+        let cached = self.probes.take(&secret.user, backend);
         let (result, conn) = backend::probe(backend, secret, timeout, cached).await;
         if let Some(conn) = conn {
-            self.probes
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(key, conn);
+            self.probes.put(&secret.user, backend, conn);
         }
         result
     }
