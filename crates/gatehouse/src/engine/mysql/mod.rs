@@ -3,6 +3,8 @@
 //! driven by the SERVER_STATUS_IN_TRANS flag of the server's replies.
 
 pub mod backend;
+mod cmdloop;
+mod commands;
 pub mod io;
 
 use gatehouse_proto_mysql::consts::*;

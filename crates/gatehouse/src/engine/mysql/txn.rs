@@ -6,35 +6,31 @@
 //! INSERT so `LAST_INSERT_ID()` still answers. Tracked variables are
 //! replayed on whichever connection serves the client; prepared statements
 //! get proxy-owned ids and are prepared lazily on each backend connection
-//! (see [`super::stmts`]). Wherever the loop waits (for the client's next
-//! command, for a connection, for a backend reply) it also watches its
-//! cancel slot's terminate signal, raised by another session's `KILL`
-//! (see [`super::kill`]).
+//! (see [`super::stmts`]). This file holds the session, its leases and the
+//! query relay; the command loop is [`super::cmdloop`], the session-level
+//! commands [`super::commands`] and `KILL` [`super::kill`].
 
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::errors::{self, MyError};
-use gatehouse_proto_mysql::frame::{self, FrameError};
-use gatehouse_proto_mysql::packets::{EofPacket, OK_HEADER, OkPacket};
+use gatehouse_proto_mysql::frame;
+use gatehouse_proto_mysql::packets::{OK_HEADER, OkPacket};
 use gatehouse_proto_mysql::response::{Done, ResponseKind, ResponseTracker, Step};
 use gatehouse_sql::mysql::{self as my_sql, Dialect, MyEffect};
 use tokio::io::AsyncWriteExt;
 
 use super::MyEngine;
 use super::backend::{MyCancelTarget, MyConn};
-use super::io::{IoError, fill, put_packet, write_packet};
+use super::io::{fill, put_packet, write_packet};
 use super::session::err_payload;
 use super::stmts::Statements;
 use super::vars::Vars;
 use std::net::IpAddr;
 
-use gatehouse_proto_mysql::auth::generate_nonce;
-use gatehouse_proto_mysql::handshake::{ChangeUser, HandshakeResponse41};
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::login::{self, Phase};
 use crate::cancel::CancelKey;
 use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
@@ -48,7 +44,7 @@ use crate::pool::{Lease, Pool, PoolKey, TenantCap};
 pub const LINGER_AFTER_INSERT: u8 = 3;
 
 /// Collation backend connections are opened with (utf8mb4_general_ci).
-const BACKEND_COLLATION: u8 = 45;
+pub(super) const BACKEND_COLLATION: u8 = 45;
 
 /// What the connection phase hands over.
 pub struct Start<'a> {
@@ -71,47 +67,32 @@ pub struct Start<'a> {
 /// A client session after login.
 pub struct Session<'a> {
     pub core: &'a Core<MyEngine>,
-    endpoint: &'a EndpointSettings,
+    pub(super) endpoint: &'a EndpointSettings,
     pub(super) cancel: &'a CancelKey<MyCancelTarget>,
     /// The endpoint's `pinning_filter`: variables tracked (replayed) too.
-    tracked: Vec<&'a str>,
-    _tenant_slot: Option<OwnedSemaphorePermit>,
-    peer: IpAddr,
+    pub(super) tracked: Vec<&'a str>,
+    pub(super) _tenant_slot: Option<OwnedSemaphorePermit>,
+    pub(super) peer: IpAddr,
     pub tenant: Arc<Tenant>,
-    caps: u32,
-    backend: String,
-    pool: Arc<Pool<MyEngine>>,
-    cap: Option<TenantCap>,
+    pub(super) caps: u32,
+    pub(super) backend: String,
+    pub(super) pool: Arc<Pool<MyEngine>>,
+    pub(super) cap: Option<TenantCap>,
     pub lease: Option<Lease<MyEngine>>,
     /// Why the session keeps its lease for good, if it does.
-    pinned: Option<&'static str>,
+    pub(super) pinned: Option<&'static str>,
     /// The lease's connection no longer fits its pool (another database):
     /// closed instead of returned.
-    discard: bool,
-    locked: bool,
+    pub(super) discard: bool,
+    pub(super) locked: bool,
     pub cursor_open: bool,
     pub long_data: bool,
-    linger: u8,
-    in_transaction: bool,
-    status: u16,
-    vars: Vars,
-    default_vars: Vars,
+    pub(super) linger: u8,
+    pub(super) in_transaction: bool,
+    pub(super) status: u16,
+    pub(super) vars: Vars,
+    pub(super) default_vars: Vars,
     pub stmts: Statements,
-}
-
-/// What woke a session waiting between commands.
-enum Woke {
-    Readable,
-    Killed,
-    Shutdown,
-    IdleTimeout,
-}
-
-/// After a command: go on, or the session is over.
-#[derive(PartialEq, Eq)]
-enum Next {
-    Continue,
-    End,
 }
 
 /// Ends the session: (sequence id for the ERR packet, the error).
@@ -166,7 +147,7 @@ pub fn run<'a>(
     }
 }
 
-fn pool_for(
+pub(super) fn pool_for(
     core: &Core<MyEngine>,
     endpoint: &EndpointSettings,
     tenant: &Tenant,
@@ -185,7 +166,7 @@ fn pool_for(
 }
 
 impl Session<'_> {
-    fn pin(&mut self, reason: &'static str) {
+    pub(super) fn pin(&mut self, reason: &'static str) {
         if self.pinned.is_none() {
             self.pinned = Some(reason);
             self.core.stats.record_pin(reason);
@@ -193,205 +174,12 @@ impl Session<'_> {
         }
     }
 
-    fn dialect(&self) -> Dialect {
+    pub(super) fn dialect(&self) -> Dialect {
         self.vars.sql_mode().map_or(Dialect::DEFAULT, Dialect::from_sql_mode)
     }
 
-    /// The command loop. Between commands the session waits with a
-    /// hand-written poll (the socket's readiness, and its cancel slot for
-    /// `KILL` and shutdown), a few pointers in the task; each command then
-    /// runs in a box of its own, so an idle client's task stays small.
-    async fn serve(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<(), Fatal> {
-        loop {
-            if buf.is_empty() {
-                match self.wait_command(stream).await {
-                    Woke::Readable => {}
-                    Woke::Killed => return Box::pin(self.killed(false)).await,
-                    Woke::Shutdown => {
-                        return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
-                    }
-                    Woke::IdleTimeout => {
-                        return Err((
-                            0,
-                            ProxyError::new(Condition::IdleTimeout, "idle client timeout reached"),
-                        ));
-                    }
-                }
-            }
-            if Box::pin(self.command(stream, buf)).await? == Next::End {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Waits, holding nothing, for the client's next command.
-    async fn wait_command(&self, stream: &ClientStream) -> Woke {
-        let slot = &self.cancel.slot;
-        let shutdown = &self.core.shutdown;
-        let leased = self.lease.is_some();
-        let wait = std::future::poll_fn(|cx| {
-            // Register first, then look: a signal sent in between wakes us.
-            if slot.poll_idle(cx).is_ready() {
-                return std::task::Poll::Ready(Woke::Killed);
-            }
-            if !leased && *shutdown.borrow() {
-                return std::task::Poll::Ready(Woke::Shutdown);
-            }
-            stream.poll_readable(cx).map(|_| Woke::Readable)
-        });
-        match self.endpoint.idle_client_timeout.filter(|_| !leased) {
-            // Boxed: the timer is only paid for where a timeout is set.
-            Some(t) => Box::pin(tokio::time::timeout(t, wait))
-                .await
-                .unwrap_or(Woke::IdleTimeout),
-            None => wait.await,
-        }
-    }
-
-    async fn fatal_end(&mut self, stream: &mut ClientStream, seq: u8, err: MyError, msg: &str) -> Result<Next, Fatal> {
-        self.fatal(stream, seq, err, msg).await.map(|()| Next::End)
-    }
-
-    /// Reads one command (waiting as long as the idle rules allow) and runs
-    /// it; `End` when the session is over without an error to send.
-    async fn command(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<Next, Fatal> {
-        let max = self.core.settings.proxy.max_message_bytes;
-        let core = self.core;
-        let shutdown = &core.shutdown;
-        let half_sent = self.core.settings.proxy.client_message_timeout;
-        // Raised by another session's `KILL [CONNECTION]` (see [`super::kill`]).
-        let cancel = self.cancel;
-        {
-            let idle = self.endpoint.idle_client_timeout.filter(|_| self.lease.is_none());
-            // Between commands the client may wait (up to the idle timeout);
-            // once a packet has begun, it must arrive whole in time.
-            let packet = loop {
-                match frame::decode_packet(buf, max) {
-                    Ok(Some(p)) => break Ok(p),
-                    Ok(None) => {}
-                    Err(e) => break Err(IoError::Frame(e)),
-                }
-                let filled = if buf.is_empty() {
-                    // (Nothing awaits in here: the shutdown watch's borrow is not Send.)
-                    let woke = tokio::select! {
-                        r = fill(stream, buf) => Some(r),
-                        () = cancel.slot.terminated() => None,
-                        // Shutdown wakes idle sessions through their cancel slot.
-                        () = std::future::poll_fn(|cx| {
-                            let _ = cancel.slot.poll_idle(cx);
-                            if *shutdown.borrow() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
-                        }), if self.lease.is_none() => {
-                            return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
-                        }
-                        _ = sleep_opt(idle) => {
-                            return Err((0, ProxyError::new(Condition::IdleTimeout, "idle client timeout reached")));
-                        }
-                    };
-                    match woke {
-                        Some(r) => r,
-                        None => return self.killed(false).await.map(|()| Next::End),
-                    }
-                } else {
-                    let timed = tokio::select! {
-                        r = tokio::time::timeout(half_sent, fill(stream, buf)) => r,
-                        () = cancel.slot.terminated() => return self.killed(false).await.map(|()| Next::End),
-                    };
-                    match timed {
-                        Ok(r) => r,
-                        Err(_) => {
-                            let msg = "Got timeout reading communication packets";
-                            return self.fatal_end(stream, 1, errors::ER_NET_READ_INTERRUPTED, msg).await;
-                        }
-                    }
-                };
-                if let Err(e) = filled {
-                    break Err(e);
-                }
-            };
-            let packet = match packet {
-                Ok(p) => p,
-                Err(IoError::Closed) => return Ok(Next::End),
-                Err(IoError::Frame(FrameError::TooLarge { .. })) => {
-                    return self
-                        .fatal_end(
-                            stream,
-                            1,
-                            errors::ER_NET_PACKET_TOO_LARGE,
-                            "Got a packet bigger than 'max_allowed_packet' bytes",
-                        )
-                        .await;
-                }
-                Err(e) => {
-                    tracing::info!(error = %e, "client connection failed");
-                    return Ok(Next::End);
-                }
-            };
-            if packet.seq != 0 {
-                return self
-                    .fatal_end(
-                        stream,
-                        packet.last_seq.wrapping_add(1),
-                        errors::ER_NET_PACKETS_OUT_OF_ORDER,
-                        "Got packets out of order",
-                    )
-                    .await;
-            }
-            let Some(&cmd) = packet.payload.first() else {
-                return self
-                    .fatal_end(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
-                    .await;
-            };
-            if cmd == COM_QUIT {
-                return Ok(Next::End);
-            }
-            if cancel.slot.is_terminated() {
-                return self.killed(false).await.map(|()| Next::End);
-            }
-            // A kill while the command waits (for a connection, for the
-            // backend's reply) abandons the command.
-            let outcome = tokio::select! {
-                biased;
-                o = self.dispatch(stream, buf, cmd, &packet.payload[..]) => o,
-                () = cancel.slot.terminated() => return self.killed(true).await.map(|()| Next::End),
-            };
-            outcome?;
-            self.settle().await;
-        }
-        Ok(Next::Continue)
-    }
-
-    /// Runs one client command (other than COM_QUIT).
-    async fn dispatch(
-        &mut self,
-        stream: &mut ClientStream,
-        buf: &mut BytesMut,
-        cmd: u8,
-        payload: &[u8],
-    ) -> Result<(), Fatal> {
-        match cmd {
-            COM_PING => self.local_ok(stream).await,
-            COM_SET_OPTION => self.set_option(stream, payload).await,
-            COM_INIT_DB => self.init_db(stream, payload).await,
-            COM_QUERY => self.query(stream, payload).await,
-            COM_STMT_PREPARE
-            | COM_STMT_EXECUTE
-            | COM_STMT_SEND_LONG_DATA
-            | COM_STMT_CLOSE
-            | COM_STMT_RESET
-            | COM_STMT_FETCH => super::stmts::command(self, stream, payload).await,
-            COM_RESET_CONNECTION => self.reset_connection(stream).await,
-            COM_CHANGE_USER => self.change_user(stream, buf, payload).await,
-            COM_PROCESS_KILL => self.kill(stream, super::kill::process_kill_request(payload)).await,
-            COM_FIELD_LIST | COM_STATISTICS => self.forward(stream, payload).await.map(|_| ()),
-            _ => {
-                self.error(stream, 1, errors::ER_UNKNOWN_COM_ERROR, "Unknown command")
-                    .await
-            }
-        }
-    }
-
     /// Gives the lease back unless something holds it.
-    async fn settle(&mut self) {
+    pub(super) async fn settle(&mut self) {
         self.linger = self.linger.saturating_sub(1);
         let keep = self.pinned.is_some()
             || self.in_transaction
@@ -415,7 +203,7 @@ impl Session<'_> {
 
     /// At the end of the session: a connection with state is reset (which
     /// also rolls back an open transaction) before it serves anyone else.
-    async fn finish(&mut self) {
+    pub(super) async fn finish(&mut self) {
         self.cancel.slot.set(None);
         if let Some(lease) = self.lease.take() {
             if self.discard {
@@ -512,7 +300,7 @@ impl Session<'_> {
         }
     }
 
-    async fn query(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+    pub(super) async fn query(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
         let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
             self.pin("unrecognized");
             return self.forward(stream, payload).await.map(|_| ());
@@ -588,159 +376,6 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Moves later transactions to `db`'s pool when nothing holds the
-    /// current connection; otherwise the session stays on it (pinned) and
-    /// the connection is closed at the end instead of reused.
-    fn use_database(&mut self, db: &str, alone: bool) {
-        let free = alone && self.lease.is_none() && self.pinned.is_none();
-        if free {
-            self.pool = pool_for(self.core, self.endpoint, &self.tenant, &self.backend, db);
-        } else if self.pool.key().database != db {
-            self.pin("database_changed");
-            self.discard = true;
-        }
-    }
-
-    async fn init_db(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
-        let db = String::from_utf8_lossy(&payload[1..]).into_owned();
-        if !self.tenant.may_use(&db) {
-            return self.deny_database(stream, &db).await;
-        }
-        self.use_database(&db, true);
-        self.forward(stream, payload).await.map(|_| ())
-    }
-
-    async fn deny_database(&mut self, stream: &mut ClientStream, db: &str) -> Result<(), Fatal> {
-        let msg = format!("Access denied for user '{}' to database '{db}'", self.tenant.name);
-        self.error(stream, 1, errors::ER_DBACCESS_DENIED_ERROR, &msg).await
-    }
-
-    /// COM_CHANGE_USER: the new user authenticates through the proxy's own
-    /// tenant authentication (an auth switch with a fresh scramble), then
-    /// the session starts over as that tenant. A failure ends the session,
-    /// as the server does.
-    async fn change_user(
-        &mut self,
-        stream: &mut ClientStream,
-        buf: &mut BytesMut,
-        payload: &[u8],
-    ) -> Result<(), Fatal> {
-        let Ok(request) = ChangeUser::decode(payload, self.caps) else {
-            return self
-                .fatal(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
-                .await;
-        };
-        let core = self.core;
-        if !core.limits.login_allowed(self.peer, &request.username) {
-            let e = ProxyError::new(Condition::NotAllowed, crate::limits::TOO_MANY_FAILURES);
-            return Err((1, e));
-        }
-        let database = Some(request.database.clone()).filter(|d| !d.is_empty());
-        // No first answer is taken: the client is switched to a fresh scramble.
-        let response = HandshakeResponse41 {
-            capabilities: self.caps,
-            username: request.username.clone(),
-            database: database.clone(),
-            auth_plugin: Some(String::new()),
-            ..HandshakeResponse41::default()
-        };
-        let nonce = generate_nonce();
-        let mut phase = Phase {
-            tls: stream.is_tls(),
-            stream: &mut *stream,
-            buf: std::mem::take(buf),
-            seq: 1,
-        };
-        let result = login::authenticate(core, self.endpoint, &mut phase, &response, &nonce).await;
-        let seq = phase.seq;
-        *buf = std::mem::take(&mut phase.buf);
-        let tenant = match result {
-            Ok(t) => t,
-            Err(e) => {
-                if e.condition == Condition::InvalidPassword {
-                    core.limits.record_failure(self.peer, &request.username);
-                }
-                return Err((seq, e));
-            }
-        };
-        if let Some(db) = &database
-            && !tenant.may_use(db)
-        {
-            let msg = format!("Access denied for user '{}' to database '{db}'", tenant.name);
-            return Err((seq, ProxyError::new(Condition::UnknownDatabase, msg)));
-        }
-        let slot = core.admit_tenant(&tenant).map_err(|e| (seq, e))?;
-        self.reset_state().await;
-        self._tenant_slot = slot;
-        self.cancel.claim(&tenant.name);
-        self.cap = core.tenant_backend_cap(&tenant);
-        self.pool = pool_for(
-            core,
-            self.endpoint,
-            &tenant,
-            &self.backend,
-            database.as_deref().unwrap_or(""),
-        );
-        self.tenant = tenant;
-        let collation = request.charset.and_then(|c| u8::try_from(c).ok());
-        if let Some(c) = collation {
-            let engine = &self.core.engine;
-            self.default_vars = Vars::for_collation(c, BACKEND_COLLATION, |id| engine.collation_name(id));
-            self.vars = self.default_vars.clone();
-        }
-        let mut ok = BytesMut::new();
-        OkPacket {
-            status: self.status,
-            ..OkPacket::default()
-        }
-        .encode(&mut ok, self.caps, OK_HEADER);
-        self.send(stream, seq, &ok).await
-    }
-
-    async fn reset_connection(&mut self, stream: &mut ClientStream) -> Result<(), Fatal> {
-        self.reset_state().await;
-        self.local_ok(stream).await
-    }
-
-    /// Back to a fresh session (COM_RESET_CONNECTION, COM_CHANGE_USER): the
-    /// connection goes back (reset if it held state), nothing is pinned,
-    /// set or prepared.
-    async fn reset_state(&mut self) {
-        self.finish().await;
-        self.discard = false;
-        self.pinned = None;
-        if self.endpoint.pool_mode == PoolMode::Session {
-            self.pin("session_mode");
-        }
-        self.locked = false;
-        self.cursor_open = false;
-        self.long_data = false;
-        self.linger = 0;
-        self.in_transaction = false;
-        self.vars = self.default_vars.clone();
-        self.stmts = Statements::default();
-        self.status = SERVER_STATUS_AUTOCOMMIT;
-    }
-
-    async fn set_option(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
-        match payload.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]])) {
-            Some(0) => self.caps |= CLIENT_MULTI_STATEMENTS,
-            Some(1) => self.caps &= !CLIENT_MULTI_STATEMENTS,
-            _ => {
-                return self
-                    .error(stream, 1, errors::ER_UNKNOWN_COM_ERROR, "Unknown command")
-                    .await;
-            }
-        }
-        let mut out = BytesMut::new();
-        EofPacket {
-            warnings: 0,
-            status: self.status,
-        }
-        .encode(&mut out);
-        self.send(stream, 1, &out).await
-    }
-
     /// An OK packet answered by the proxy itself.
     pub async fn local_ok(&mut self, stream: &mut ClientStream) -> Result<(), Fatal> {
         let mut out = BytesMut::new();
@@ -752,7 +387,7 @@ impl Session<'_> {
         self.send(stream, 1, &out).await
     }
 
-    async fn send(&mut self, stream: &mut ClientStream, seq: u8, payload: &[u8]) -> Result<(), Fatal> {
+    pub(super) async fn send(&mut self, stream: &mut ClientStream, seq: u8, payload: &[u8]) -> Result<(), Fatal> {
         write_packet(stream, seq, payload).await.map(|_| ()).map_err(|e| {
             (
                 0,
@@ -773,7 +408,13 @@ impl Session<'_> {
     }
 
     /// An error that ends the session.
-    async fn fatal(&mut self, stream: &mut ClientStream, seq: u8, err: MyError, message: &str) -> Result<(), Fatal> {
+    pub(super) async fn fatal(
+        &mut self,
+        stream: &mut ClientStream,
+        seq: u8,
+        err: MyError,
+        message: &str,
+    ) -> Result<(), Fatal> {
         let e = ProxyError::new(Condition::ProtocolViolation, message);
         self.core.stats.record_error(&e);
         tracing::info!(tenant = %self.tenant.name, error = message, "client session ended with an error");
@@ -789,13 +430,6 @@ const ER_PARSE_ERROR: MyError = MyError {
     sqlstate: "42000",
     name: "ER_PARSE_ERROR",
 };
-
-async fn sleep_opt(d: Option<std::time::Duration>) {
-    match d {
-        Some(d) => tokio::time::sleep(d).await,
-        None => std::future::pending().await,
-    }
-}
 
 /// Why relaying a reply stopped.
 pub enum Relay {
