@@ -2,6 +2,7 @@
 //! (wire protocol on both sides, backend connect and reset, role probes), so
 //! that pools, routing, topology, tenants and listeners stay engine-agnostic.
 
+pub mod idle;
 pub mod monitor;
 pub mod mysql;
 pub mod pg;

@@ -14,16 +14,9 @@ use gatehouse_proto_mysql::frame::{self, FrameError};
 
 use super::io::{IoError, fill};
 use super::txn::{Fatal, Session};
+use crate::engine::idle::{self, Woke};
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
-
-/// What woke a session waiting between commands.
-enum Woke {
-    Readable,
-    Killed,
-    Shutdown,
-    IdleTimeout,
-}
 
 /// After a command: go on, or the session is over.
 #[derive(PartialEq, Eq)]
@@ -42,7 +35,7 @@ impl Session<'_> {
             if buf.is_empty() {
                 match self.wait_command(stream).await {
                     Woke::Readable => {}
-                    Woke::Killed => return Box::pin(self.killed(false)).await,
+                    Woke::Terminated => return Box::pin(self.killed(false)).await,
                     Woke::Shutdown => {
                         return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
                     }
@@ -62,26 +55,9 @@ impl Session<'_> {
 
     /// Waits, holding nothing, for the client's next command.
     async fn wait_command(&self, stream: &ClientStream) -> Woke {
-        let slot = &self.cancel.slot;
-        let shutdown = &self.core.shutdown;
         let leased = self.lease.is_some();
-        let wait = std::future::poll_fn(|cx| {
-            // Register first, then look: a signal sent in between wakes us.
-            if slot.poll_idle(cx).is_ready() {
-                return std::task::Poll::Ready(Woke::Killed);
-            }
-            if !leased && *shutdown.borrow() {
-                return std::task::Poll::Ready(Woke::Shutdown);
-            }
-            stream.poll_readable(cx).map(|_| Woke::Readable)
-        });
-        match self.endpoint.idle_client_timeout.filter(|_| !leased) {
-            // Boxed: the timer is only paid for where a timeout is set.
-            Some(t) => Box::pin(tokio::time::timeout(t, wait))
-                .await
-                .unwrap_or(Woke::IdleTimeout),
-            None => wait.await,
-        }
+        let timeout = self.endpoint.idle_client_timeout.filter(|_| !leased);
+        idle::next_message(stream, &self.cancel.slot, &self.core.shutdown, !leased, timeout).await
     }
 
     async fn fatal_end(&mut self, stream: &mut ClientStream, seq: u8, err: MyError, msg: &str) -> Result<Next, Fatal> {
@@ -113,10 +89,7 @@ impl Session<'_> {
                         r = fill(stream, buf) => Some(r),
                         () = cancel.slot.terminated() => None,
                         // Shutdown wakes idle sessions through their cancel slot.
-                        () = std::future::poll_fn(|cx| {
-                            let _ = cancel.slot.poll_idle(cx);
-                            if *shutdown.borrow() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
-                        }), if self.lease.is_none() => {
+                        () = idle::shutdown_begun(&cancel.slot, shutdown), if self.lease.is_none() => {
                             return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
                         }
                         _ = sleep_opt(idle) => {

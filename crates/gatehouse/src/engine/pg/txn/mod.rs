@@ -26,6 +26,7 @@ use super::tracked;
 use crate::cancel::CancelKey;
 use crate::config::{EndpointSettings, PoolMode};
 use crate::core::Core;
+use crate::engine::idle::{self, Woke};
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool};
@@ -150,26 +151,25 @@ impl<'a> TxSession<'a> {
         self.cbuf = BytesMut::new();
         self.to_backend = BytesMut::new();
         self.to_client = BytesMut::new();
-        let shutdown = &self.core.shutdown;
-        let slot = &self.cancel.slot;
-        let client = &*client;
-        let wait = std::future::poll_fn(|cx| {
-            // Register first, then look: a shutdown sent in between wakes us.
-            let _ = slot.poll_idle(cx);
-            if *shutdown.borrow() {
-                return std::task::Poll::Ready(Err(End::Shutdown));
-            }
-            client.poll_readable(cx).map(|_| Ok(()))
-        });
-        match self.endpoint.idle_client_timeout {
-            // Boxed: the timer is only paid for where a timeout is set.
-            Some(t) => Box::pin(tokio::time::timeout(t, wait)).await.unwrap_or_else(|_| {
-                Err(End::ClientError(ProxyError::new(
-                    Condition::IdleTimeout,
-                    "terminating connection due to idle-session timeout",
-                )))
-            }),
-            None => wait.await,
+        let woke = idle::next_message(
+            client,
+            &self.cancel.slot,
+            &self.core.shutdown,
+            true,
+            self.endpoint.idle_client_timeout,
+        )
+        .await;
+        match woke {
+            Woke::Readable => Ok(()),
+            Woke::Shutdown => Err(End::Shutdown),
+            Woke::Terminated => Err(End::ClientError(ProxyError::new(
+                Condition::Terminated,
+                "terminating connection due to administrator command",
+            ))),
+            Woke::IdleTimeout => Err(End::ClientError(ProxyError::new(
+                Condition::IdleTimeout,
+                "terminating connection due to idle-session timeout",
+            ))),
         }
     }
 
@@ -217,14 +217,7 @@ impl<'a> TxSession<'a> {
                 };
                 // Shutdown wakes the task through its cancel slot (no
                 // waiter of the watch channel to link and unlink each time).
-                let shutting_down = std::future::poll_fn(|cx| {
-                    let _ = slot.poll_idle(cx);
-                    if *shutdown.borrow() {
-                        std::task::Poll::Ready(())
-                    } else {
-                        std::task::Poll::Pending
-                    }
-                });
+                let shutting_down = idle::shutdown_begun(slot, shutdown);
                 tokio::select! {
                     r = read_client(client, cbuf, deadline) => Event2::Client(r),
                     r = backend_read => Event2::Backend(r),
