@@ -92,7 +92,10 @@ fn kill_idle(ctx: &Ctx) -> Result<()> {
         ensure!(connection_gone(&e), "{e:?}");
         // Idle inside a transaction: its backend connection is rolled back
         // and goes back to the pool (the only one there, so the next client
-        // gets it).
+        // gets it). The reply to the SELECT above reaches the client a moment
+        // before its lease is returned: wait for that, or the transaction
+        // below would open a second connection.
+        until_nothing_leased(ctx, "app2").await?;
         let mut txn = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
         txn.query_drop("BEGIN").await?;
         txn.query_drop("INSERT INTO killed VALUES (1)").await?;

@@ -388,9 +388,21 @@ impl MyConn {
 /// Opens a new connection as the same user and runs `KILL QUERY` for the
 /// target's connection. A target that no longer exists is not an error.
 pub async fn cancel(target: MyCancelTarget) -> Result<(), ProxyError> {
+    kill(target, "KILL QUERY").await
+}
+
+/// Like [`cancel`], but `KILL CONNECTION`: the server stops what the
+/// connection runs, ends it and rolls its transaction back itself (what a
+/// killed client session needs; a socket merely closed under a running
+/// statement has been seen to leave its transaction "ROLLING BACK").
+pub async fn terminate(target: MyCancelTarget) -> Result<(), ProxyError> {
+    kill(target, "KILL CONNECTION").await
+}
+
+async fn kill(target: MyCancelTarget, statement: &str) -> Result<(), ProxyError> {
     let work = async {
         let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None).await?;
-        let r = conn.query_raw(&format!("KILL QUERY {}", target.connection_id)).await?;
+        let r = conn.query_raw(&format!("{statement} {}", target.connection_id)).await?;
         conn.close().await;
         match r {
             Ok(_) => Ok(()),

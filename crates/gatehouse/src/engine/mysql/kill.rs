@@ -8,8 +8,9 @@
 //!   (`KILL QUERY` on its backend connection); the killer gets OK.
 //! - `KILL [CONNECTION] <id>` and COM_PROCESS_KILL raise the session's
 //!   terminate signal and answer OK at once. The killed session, wherever it
-//!   waits, cancels a backend query still running, closes that backend
-//!   connection (it is mid-reply; a connection idle in a transaction is
+//!   waits, has the server end the backend connection running its query
+//!   (`KILL CONNECTION` on it, so the server rolls back itself) and drops
+//!   it (it is mid-reply; a connection idle in a transaction is
 //!   reset, which rolls it back, and returned to the pool instead), and
 //!   closes its client connection without a reply: the server sends a
 //!   killed connection nothing either, busy or idle.
@@ -89,7 +90,7 @@ impl Session<'_> {
     pub(super) async fn killed(&mut self, mid_command: bool) -> Result<(), Fatal> {
         if mid_command && let Some(lease) = self.lease.as_mut() {
             let target = lease.conn().cancel.clone();
-            if let Err(e) = self.core.engine.cancel(target).await {
+            if let Err(e) = super::backend::terminate(target).await {
                 tracing::info!(error = %e, "the killed session's backend query could not be cancelled");
             }
             self.drop_lease();
