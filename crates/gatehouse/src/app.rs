@@ -15,6 +15,7 @@ use crate::core::Core;
 use crate::engine::mysql::MyEngine;
 use crate::engine::pg::PgEngine;
 use crate::engine::{ClientConn, Engine};
+use crate::park::ParkingLot;
 use crate::reload::Reloader;
 use crate::topology;
 
@@ -28,6 +29,8 @@ pub enum AppError {
     },
     #[error("cannot listen on {addr} for the admin API: {source}")]
     BindAdmin { addr: SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    Park(#[from] crate::park::ParkError),
 }
 
 /// Held by every session; shutdown waits until all are dropped.
@@ -77,8 +80,17 @@ impl App {
                 Some((listener, addr))
             }
         };
-        let pg = Arc::new(Core::new(settings.clone(), PgEngine::default(), shutdown_rx.clone()));
-        let mysql = Arc::new(Core::new(settings.clone(), MyEngine::default(), shutdown_rx));
+        let parking = match settings.proxy.park_idle_after {
+            Some(_) => Some(ParkingLot::start(tokio::runtime::Handle::current())?),
+            None => None,
+        };
+        let pg = Arc::new(Core::new(
+            settings.clone(),
+            PgEngine::default(),
+            shutdown_rx.clone(),
+            parking.clone(),
+        ));
+        let mysql = Arc::new(Core::new(settings.clone(), MyEngine::default(), shutdown_rx, parking));
         let cores: Vec<Arc<dyn CoreView>> = vec![pg.clone(), mysql.clone()];
         let reloader = Arc::new(Reloader::new(settings.source.clone(), cores));
         Ok(App {
@@ -166,8 +178,13 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
             endpoints: endpoint_slots,
             reloader: app.reloader.clone(),
             token: app.settings.admin.as_ref().and_then(|a| a.token.clone()),
+            parking: app.pg.parking.clone(),
         });
         accept_tasks.push(tokio::spawn(admin::serve(listener, state, app.shutdown_tx.subscribe())));
+    }
+    if let Some(every) = app.settings.proxy.park_idle_after {
+        accept_tasks.push(tokio::spawn(park_sweeps(app.pg.clone(), every)));
+        accept_tasks.push(tokio::spawn(park_sweeps(app.mysql.clone(), every)));
     }
     drop(drain);
     shutdown.await;
@@ -185,7 +202,20 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
     {
         tracing::warn!("shutdown timeout reached with sessions still open");
     }
+    if let Some(lot) = &app.pg.parking {
+        lot.stop();
+    }
     Ok(())
+}
+
+/// Asks sessions idle for `every` (and up to twice that) to park.
+async fn park_sweeps<E: Engine>(core: Arc<Core<E>>, every: std::time::Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        core.cancels.ask_idle_to_park();
+    }
 }
 
 async fn accept_loop<E: Engine>(

@@ -15,11 +15,15 @@
 //! Idle sessions wait without a waiter of their own: they leave their task's
 //! waker in the slot ([`CancelSlot::poll_idle`]), and shutdown wakes them all
 //! ([`CancelRegistry::wake_idle`]), so an idle client costs no per-wait node.
+//!
+//! The slot also runs the parking cycle ([`crate::park`]): a session waiting
+//! idle marks its slot; a periodic sweep ([`CancelRegistry::ask_idle_to_park`])
+//! sees the mark twice in a row and asks the session to park.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use futures_util::task::AtomicWaker;
 
@@ -34,7 +38,18 @@ pub struct CancelSlot<T> {
     /// The waker of the owning session's task while it waits idle or
     /// relays (see [`Self::poll_idle`]).
     idle: AtomicWaker,
+    /// The parking cycle: [`BUSY`], [`IDLE`], [`SEEN`] or [`PARK`].
+    park: AtomicU8,
 }
+
+/// Parking cycle: the session is not waiting idle (or cannot park).
+const BUSY: u8 = 0;
+/// It waits idle and may park.
+const IDLE: u8 = 1;
+/// A sweep found it idle; the next one asks it to park.
+const SEEN: u8 = 2;
+/// Asked to park.
+const PARK: u8 = 3;
 
 impl<T> CancelSlot<T> {
     fn new() -> Self {
@@ -42,7 +57,45 @@ impl<T> CancelSlot<T> {
             target: Mutex::new(None),
             terminate: AtomicBool::new(false),
             idle: AtomicWaker::new(),
+            park: AtomicU8::new(BUSY),
         }
+    }
+
+    /// The owning session starts an idle wait in which it could park.
+    pub fn enter_idle(&self) {
+        self.park.store(IDLE, Ordering::Relaxed);
+    }
+
+    /// The owning session's idle wait ended (for whatever reason).
+    pub fn leave_idle(&self) {
+        self.park.store(BUSY, Ordering::Relaxed);
+    }
+
+    /// Whether a sweep asked the session to park (checked after
+    /// [`Self::poll_idle`], whose waker the sweep wakes).
+    pub fn park_requested(&self) -> bool {
+        self.park.load(Ordering::Relaxed) == PARK
+    }
+
+    /// One sweep's look at the slot: `true` when the session has been idle
+    /// since the previous sweep and was just asked to park (wake it).
+    fn sweep(&self) -> bool {
+        match self
+            .park
+            .compare_exchange(IDLE, SEEN, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Err(SEEN) => self
+                .park
+                .compare_exchange(SEEN, PARK, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok(),
+            _ => false,
+        }
+    }
+
+    /// For a parked session: leaves the parking lot's `waker` where
+    /// [`Self::terminate`] and [`CancelRegistry::wake_idle`] find it.
+    pub fn arm(&self, waker: &Waker) {
+        self.idle.register(waker);
     }
 
     /// For an idle session's hand-written wait: leaves the task's waker
@@ -220,6 +273,24 @@ impl<T: Clone> CancelRegistry<T> {
         }
     }
 
+    /// Runs one parking sweep (see [`CancelSlot::enter_idle`]): a session
+    /// found waiting idle by two sweeps in a row is asked to park. Called
+    /// every `park_idle_after`, so a session parks after between one and
+    /// two of those of idleness.
+    pub fn ask_idle_to_park(&self) {
+        let asked: Vec<Arc<CancelSlot<T>>> = self
+            .map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|e| e.slot.sweep())
+            .map(|e| e.slot.clone())
+            .collect();
+        for slot in asked {
+            slot.wake_idle();
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.map.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
@@ -276,6 +347,28 @@ mod tests {
         assert!(reg.terminate_owned(a.id, "t1"));
         assert!(a.slot.is_terminated());
         assert!(!b.slot.is_terminated());
+    }
+
+    #[test]
+    fn two_sweeps_of_idleness_ask_a_session_to_park() {
+        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let a = reg.register();
+        let b = reg.register();
+        reg.ask_idle_to_park();
+        assert!(!a.slot.park_requested(), "busy sessions are left alone");
+        a.slot.enter_idle();
+        reg.ask_idle_to_park();
+        assert!(!a.slot.park_requested(), "one sweep is not enough");
+        b.slot.enter_idle();
+        reg.ask_idle_to_park();
+        assert!(a.slot.park_requested());
+        assert!(!b.slot.park_requested(), "b went idle after the first sweep");
+        b.slot.leave_idle();
+        b.slot.enter_idle();
+        reg.ask_idle_to_park();
+        assert!(!b.slot.park_requested(), "activity restarts the count");
+        a.slot.leave_idle();
+        assert!(!a.slot.park_requested());
     }
 
     #[tokio::test]

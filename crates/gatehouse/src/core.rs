@@ -35,6 +35,8 @@ pub struct Core<E: Engine> {
     pub hashing: Arc<tokio::sync::Semaphore>,
     /// Becomes `true` when the proxy is shutting down.
     pub shutdown: watch::Receiver<bool>,
+    /// Where idle sessions park, unless parking is off.
+    pub parking: Option<crate::park::ParkingLot>,
 }
 
 impl<E: Engine> Core<E> {
@@ -113,7 +115,12 @@ impl<E: Engine> Core<E> {
         })
     }
 
-    pub fn new(settings: Arc<Settings>, engine: E, shutdown: watch::Receiver<bool>) -> Self {
+    pub fn new(
+        settings: Arc<Settings>,
+        engine: E,
+        shutdown: watch::Receiver<bool>,
+        parking: Option<crate::park::ParkingLot>,
+    ) -> Self {
         let topology = Topology::new(&settings);
         Self {
             tenants: crate::tenants::Tenants::new(settings.tenants.clone()),
@@ -134,6 +141,7 @@ impl<E: Engine> Core<E> {
                 std::thread::available_parallelism().map_or(2, |n| n.get()),
             )),
             shutdown,
+            parking,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod core;
 pub mod engine;
 pub mod error;
 pub mod limits;
+pub mod park;
 pub mod pool;
 pub mod reload;
 pub mod stats;

@@ -162,6 +162,13 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
         errors,
     );
     registry.register("reloads", "Configuration reloads, applied or refused", reloads);
+    let parked = Gauge::<i64>::default();
+    parked.set(gauge(state.parking.as_ref().map_or(0, |lot| lot.len())));
+    registry.register(
+        "parked_sessions",
+        "Idle client sessions parked (no task, no socket registration)",
+        parked,
+    );
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
     Ok(text)

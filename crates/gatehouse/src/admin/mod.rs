@@ -42,6 +42,8 @@ pub struct AdminState {
     pub endpoints: Vec<EndpointSlots>,
     pub reloader: Arc<Reloader>,
     pub token: Option<zeroize::Zeroizing<String>>,
+    /// Where idle sessions park, if parking is on.
+    pub parking: Option<crate::park::ParkingLot>,
 }
 
 /// Serves the admin API on `listener` until `shutdown` turns true.

@@ -47,6 +47,10 @@ pub struct ProxySettings {
     pub client_message_timeout: Duration,
     /// Time given to sessions to finish on shutdown.
     pub shutdown_timeout: Duration,
+    /// Idleness after which a client session (plain TCP, outside any
+    /// transaction) parks: its task and socket registration are given up
+    /// until the client speaks ([`crate::park`]). `None`: never.
+    pub park_idle_after: Option<Duration>,
     /// Largest client message accepted, in bytes.
     pub max_message_bytes: usize,
     /// Default `tracing` filter, overridden by `RUST_LOG`.

@@ -65,6 +65,8 @@ pub struct RawProxy {
     pub client_message_timeout: Option<Duration>,
     #[serde(default, with = "humantime_serde::option")]
     pub shutdown_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub park_idle_after: Option<Duration>,
     pub max_message_bytes: Option<Spanned<u64>>,
     pub log_filter: Option<String>,
     pub worker_threads: Option<Spanned<usize>>,

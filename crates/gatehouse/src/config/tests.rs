@@ -63,6 +63,24 @@ fn a_good_config_resolves_references_and_defaults() {
 }
 
 #[test]
+fn parking_is_on_by_default_and_zero_turns_it_off() {
+    let s = parse(&good(), Path::new(".")).unwrap();
+    assert_eq!(s.proxy.park_idle_after, Some(validate::DEFAULT_PARK_IDLE_AFTER));
+    let text = good().replace(
+        "login_timeout = \"3s\"",
+        "login_timeout = \"3s\"\npark_idle_after = \"2s\"",
+    );
+    let s = parse(&text, Path::new(".")).unwrap();
+    assert_eq!(s.proxy.park_idle_after, Some(std::time::Duration::from_secs(2)));
+    let text = good().replace(
+        "login_timeout = \"3s\"",
+        "login_timeout = \"3s\"\npark_idle_after = \"0s\"",
+    );
+    let s = parse(&text, Path::new(".")).unwrap();
+    assert_eq!(s.proxy.park_idle_after, None);
+}
+
+#[test]
 fn unknown_keys_are_errors_with_their_line() {
     let text = good().replace("role = \"read_write\"", "role = \"read_write\"\nrolle = 1");
     let p = problems(&text);

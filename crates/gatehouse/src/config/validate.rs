@@ -21,6 +21,8 @@ use super::{Problem, Problems};
 pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
 pub const DEFAULT_CLIENT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default idleness after which a client session parks (`"0s"`: never).
+pub const DEFAULT_PARK_IDLE_AFTER: Duration = Duration::from_millis(250);
 pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 64 * 1024 * 1024;
 pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(2);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -146,6 +148,7 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
         login_timeout: p.login_timeout.unwrap_or(DEFAULT_LOGIN_TIMEOUT),
         client_message_timeout: p.client_message_timeout.unwrap_or(DEFAULT_CLIENT_MESSAGE_TIMEOUT),
         shutdown_timeout: p.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+        park_idle_after: Some(p.park_idle_after.unwrap_or(DEFAULT_PARK_IDLE_AFTER)).filter(|d| !d.is_zero()),
         max_message_bytes: usize::try_from(max).unwrap_or(usize::MAX),
         log_filter: p.log_filter.clone().unwrap_or_else(|| "info".into()),
         worker_threads: p.worker_threads.as_ref().map_or(1, |w| *w.get_ref()),

@@ -23,17 +23,25 @@ pub enum Woke {
     Terminated,
     Shutdown,
     IdleTimeout,
+    /// Idle long enough: the session should park ([`crate::park`]); with
+    /// what is left of its idle timeout, if it has one.
+    Park(Option<Duration>),
 }
 
 /// Waits until the client's socket is readable, the session is terminated,
-/// shutdown begins (when `watch_shutdown`), or `timeout` passes.
+/// shutdown begins (when `watch_shutdown`), `timeout` passes, or (when
+/// `parkable`) the parking sweep asks the session to park.
 pub async fn next_message<T>(
     stream: &ClientStream,
     slot: &CancelSlot<T>,
     shutdown: &watch::Receiver<bool>,
     watch_shutdown: bool,
     timeout: Option<Duration>,
+    parkable: bool,
 ) -> Woke {
+    if parkable {
+        slot.enter_idle();
+    }
     let wait = std::future::poll_fn(|cx| {
         // Register first, then look: a signal sent in between wakes us.
         if slot.poll_idle(cx).is_ready() {
@@ -42,15 +50,30 @@ pub async fn next_message<T>(
         if watch_shutdown && *shutdown.borrow() {
             return Poll::Ready(Woke::Shutdown);
         }
+        if parkable && slot.park_requested() {
+            return Poll::Ready(Woke::Park(None));
+        }
         stream.poll_readable(cx).map(|_| Woke::Readable)
     });
-    match timeout {
+    let woke = match timeout {
         // Boxed: the timer is only paid for where a timeout is set.
-        Some(t) => Box::pin(tokio::time::timeout(t, wait))
+        Some(t) => {
+            Box::pin(async move {
+                let started = tokio::time::Instant::now();
+                match tokio::time::timeout(t, wait).await {
+                    Ok(Woke::Park(_)) => Woke::Park(Some(t.saturating_sub(started.elapsed()))),
+                    Ok(woke) => woke,
+                    Err(_) => Woke::IdleTimeout,
+                }
+            })
             .await
-            .unwrap_or(Woke::IdleTimeout),
+        }
         None => wait.await,
+    };
+    if parkable {
+        slot.leave_idle();
     }
+    woke
 }
 
 /// Completes once shutdown has begun, for a session busy with something

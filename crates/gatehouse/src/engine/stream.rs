@@ -19,6 +19,18 @@ impl ClientStream {
         matches!(self, Self::Tls(_))
     }
 
+    /// The client's address (unspecified if the socket no longer knows it),
+    /// for logs: sessions do not keep it.
+    pub fn peer(&self) -> std::net::SocketAddr {
+        let socket = match self {
+            Self::Plain(s) => s,
+            Self::Tls(s) => s.get_ref().0,
+        };
+        socket
+            .peer_addr()
+            .unwrap_or_else(|_| std::net::SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
     /// Waits until a read would find data (plain TCP); TLS streams keep
     /// their own buffers and are simply read.
     pub async fn readable(&self) -> io::Result<()> {

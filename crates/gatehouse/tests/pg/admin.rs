@@ -24,7 +24,7 @@ fn get(ctx: &Ctx, path: &str) -> Result<Response> {
 
 /// The value of the sample `name{labels…}` whose labels include every one of
 /// `labels` (`key="value"` strings), or `None`.
-fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
+pub fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
     metrics.lines().find_map(|line| {
         let rest = line.strip_prefix(name)?;
         let (labelset, value) = match rest.strip_prefix('{') {

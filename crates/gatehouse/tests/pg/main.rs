@@ -9,6 +9,7 @@ mod auth;
 mod bad_input;
 mod differential;
 mod limits;
+mod park;
 mod queries;
 mod raw;
 mod reload;
@@ -132,6 +133,9 @@ fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
 tenant_directory = "tenants.jsonl"
 login_timeout = "2s"
 client_message_timeout = "2s"
+# Idle sessions park after 100-200 ms, so every case also runs its sessions
+# through the parking lot whenever it pauses (the default is 250 ms).
+park_idle_after = "100ms"
 max_message_bytes = 1048576
 log_filter = "warn"
 # Every case connects from 127.0.0.1: the per-address limit is shared by all
@@ -473,6 +477,7 @@ fn main() -> ExitCode {
     cases.extend(scale::cases());
     cases.extend(abuse::cases());
     cases.extend(admin::cases());
+    cases.extend(park::cases());
     trials::run(cases, setup, teardown)
 }
 

@@ -34,7 +34,8 @@ impl Session<'_> {
         loop {
             if buf.is_empty() {
                 match self.wait_command(stream).await {
-                    Woke::Readable => {}
+                    // Not parkable (yet): a park request is never raised.
+                    Woke::Readable | Woke::Park(_) => {}
                     Woke::Terminated => return Box::pin(self.killed(false)).await,
                     Woke::Shutdown => {
                         return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
@@ -57,7 +58,7 @@ impl Session<'_> {
     async fn wait_command(&self, stream: &ClientStream) -> Woke {
         let leased = self.lease.is_some();
         let timeout = self.endpoint.idle_client_timeout.filter(|_| !leased);
-        idle::next_message(stream, &self.cancel.slot, &self.core.shutdown, !leased, timeout).await
+        idle::next_message(stream, &self.cancel.slot, &self.core.shutdown, !leased, timeout, false).await
     }
 
     async fn fatal_end(&mut self, stream: &mut ClientStream, seq: u8, err: MyError, msg: &str) -> Result<Next, Fatal> {

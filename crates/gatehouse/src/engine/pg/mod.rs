@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod greeting;
 pub mod login;
+mod parked;
 pub mod pending;
 pub mod relay;
 pub mod session;

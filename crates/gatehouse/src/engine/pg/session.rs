@@ -13,6 +13,7 @@ use tokio::io::AsyncWriteExt;
 use super::backend::PgCancelTarget;
 use super::greeting::Greeting;
 use super::login::{self, Opening};
+use super::parked::{Guards, Live};
 use super::relay::{End, Relay};
 use super::tracked;
 use super::txn::TxSession;
@@ -38,47 +39,39 @@ struct LoggedIn {
     _drain: crate::app::DrainGuard,
 }
 
-/// A transaction-pooled client between and during its transactions:
-/// everything it keeps, in one allocation.
-struct Live<'a> {
-    stream: ClientStream,
-    tx: TxSession<'a>,
-    _tenant_slot: Option<tokio::sync::OwnedSemaphorePermit>,
-    _admission: Option<tokio::sync::OwnedSemaphorePermit>,
-    _drain: crate::app::DrainGuard,
-}
-
 /// Serves one accepted client connection. The login, the greeting and the
 /// session-mode relay run in their own boxed futures, and a pooled
 /// client's state lives in one box ([`Live`]), so the task of an idle
-/// transaction-pooled client is a few pointers and its idle wait.
+/// transaction-pooled client is a few pointers and its idle wait (and,
+/// once it parks, nothing: see [`super::parked`]).
 ///
 /// Not an `async fn`: its arguments would stay in the task for the whole
 /// session. They go into the login's box at once instead.
 pub fn serve(core: Arc<Core<PgEngine>>, client: ClientConn) -> impl Future<Output = ()> + Send {
-    let peer = client.peer;
-    let logging_in = Box::pin(login_owned(core.clone(), client));
+    let starting = Box::pin(login_and_start(core, client));
     async move {
-        let Some(session) = logging_in.await else {
+        let Some((live, stream)) = starting.await else {
             return;
         };
-        let Some(mut live) = Box::pin(start(&core, session, peer)).await else {
-            return;
-        };
-        let Live { stream, tx, .. } = &mut *live;
-        if let Some(e) = tx.run(stream).await {
-            Box::pin(fail::<()>(&core.stats, Some(stream), &e, peer)).await;
-        }
+        super::parked::drive(live, stream).await;
     }
 }
 
-async fn login_owned(core: Arc<Core<PgEngine>>, client: ClientConn) -> Option<LoggedIn> {
-    login(&core, client).await
+/// The login and the greeting, in one box freed before the session runs
+/// (a session-mode session runs to its end in here).
+async fn login_and_start(core: Arc<Core<PgEngine>>, client: ClientConn) -> Option<(Box<Live>, ClientStream)> {
+    let peer = client.peer;
+    let session = login(&core, client).await?;
+    start(&core, session, peer).await
 }
 
 /// Registers the session's cancel key and routes it ([`begin`]); `None`
 /// when the session already ended (session mode, or an error sent).
-async fn start(core: &Core<PgEngine>, session: LoggedIn, peer: std::net::SocketAddr) -> Option<Box<Live<'_>>> {
+async fn start(
+    core: &Arc<Core<PgEngine>>,
+    session: LoggedIn,
+    peer: std::net::SocketAddr,
+) -> Option<(Box<Live>, ClientStream)> {
     let LoggedIn {
         mut stream,
         endpoint,
@@ -91,13 +84,17 @@ async fn start(core: &Core<PgEngine>, session: LoggedIn, peer: std::net::SocketA
     } = session;
     let cancel = core.cancels.register();
     match Box::pin(begin(core, &endpoint, &mut stream, &tenant, &database, params, cancel)).await {
-        Ok(Some(tx)) => Some(Box::new(Live {
+        Ok(Some(tx)) => Some((
+            Box::new(Live {
+                tx,
+                guards: Guards {
+                    _tenant_slot,
+                    _admission,
+                    _drain,
+                },
+            }),
             stream,
-            tx,
-            _tenant_slot,
-            _admission,
-            _drain,
-        })),
+        )),
         Ok(None) => None,
         Err(e) => fail(&core.stats, Some(&mut stream), &e, peer).await,
     }
@@ -180,7 +177,7 @@ fn login_timeout() -> ProxyError {
 
 /// Logs `e` and sends it to the client as FATAL; always `None` (the
 /// session is over).
-async fn fail<T>(
+pub(super) async fn fail<T>(
     stats: &crate::stats::Stats,
     stream: Option<&mut ClientStream>,
     e: &ProxyError,
@@ -337,15 +334,15 @@ fn quote_literal(v: &str) -> String {
 /// Routes the logged-in client to its pool. Session mode is served here
 /// to the end (`None`); a pooled session is greeted and returned, to be
 /// run by the caller with nothing of this function's state kept.
-async fn begin<'a>(
-    core: &'a Core<PgEngine>,
+async fn begin(
+    core: &Arc<Core<PgEngine>>,
     endpoint: &Arc<EndpointSettings>,
     stream: &mut ClientStream,
     tenant: &Tenant,
     database: &str,
     params: Vec<(String, String)>,
     cancel: CancelKey<PgCancelTarget>,
-) -> Result<Option<TxSession<'a>>, ProxyError> {
+) -> Result<Option<TxSession>, ProxyError> {
     // Startup parameters matter only until the greeting: not kept.
     let wanted = session_parameters(&params)?;
     drop(params);
@@ -368,7 +365,7 @@ async fn begin<'a>(
     let Some(start) = greeted else {
         return Ok(None);
     };
-    let mut tx = TxSession::new(core, endpoint.clone(), pool, cancel, start.desired);
+    let mut tx = TxSession::new(core.clone(), endpoint.clone(), pool, cancel, start.desired);
     tx.backend_cap = cap;
     if let Some((lease, detail)) = start.pinned {
         tx.start_pinned(lease, "startup_untracked", detail);
@@ -566,12 +563,12 @@ mod tests {
         std::mem::size_of::<F>()
     }
 
-    /// What an idle transaction-pooled client costs is its task (`serve`'s
-    /// future), its [`super::Live`] box and the runtime's registration of
-    /// its socket. Login, greeting and the active relay are boxed and freed,
-    /// and the idle wait is a hand-written poll, so the task stays small;
-    /// the bounds catch a change that inlines them again (they measured 280
-    /// and 152 bytes in a debug build).
+    /// What an idle transaction-pooled client costs until it parks is its
+    /// task (`serve`'s future), its [`super::Live`] box and the runtime's
+    /// registration of its socket. Login, greeting and the active relay are
+    /// boxed and freed, and the idle wait is a hand-written poll, so the
+    /// task stays small; the bounds catch a change that inlines them again
+    /// (they measured 288 and 168 bytes in a debug build).
     #[test]
     fn session_task_stays_small() {
         let serve = future_size(super::serve);

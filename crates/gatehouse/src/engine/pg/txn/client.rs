@@ -18,7 +18,7 @@ use crate::engine::pg::statements::{Statement, proxy_name};
 use crate::engine::pg::tracked;
 use crate::error::{Condition, ProxyError};
 
-impl TxSession<'_> {
+impl TxSession {
     /// What a statement's text does to session state.
     /// Returns whether running `sql` may change tracked parameters (the
     /// caller reads them back after the transaction in which it runs).

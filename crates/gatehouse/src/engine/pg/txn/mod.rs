@@ -42,8 +42,23 @@ const UNKNOWN_OWNER: (u64, u64) = (0, 0);
 /// Backend read-buffer growth step.
 const READ_CHUNK: usize = 32 * 1024;
 
-pub struct TxSession<'a> {
-    pub core: &'a Core<PgEngine>,
+/// How [`TxSession::run`] ended.
+pub enum Outcome {
+    /// The session is over; the error to send the client, if any.
+    Ended(Option<ProxyError>),
+    /// Idle long enough to park ([`crate::park`]): no lease, nothing
+    /// buffered; the idle timeout has this much left.
+    Park(Option<Duration>),
+}
+
+/// What an idle wait ended with, short of the session's end.
+enum Waited {
+    Message,
+    Park(Option<Duration>),
+}
+
+pub struct TxSession {
+    pub core: Arc<Core<PgEngine>>,
     pub endpoint: Arc<EndpointSettings>,
     pub pool: Arc<Pool<PgEngine>>,
     pub cancel: CancelKey<super::backend::PgCancelTarget>,
@@ -71,9 +86,76 @@ enum Event2 {
     Shutdown,
 }
 
-impl<'a> TxSession<'a> {
+/// A parked session's state ([`crate::park`]): what outlives its
+/// transactions. It parks only idle and unpinned (no lease, nothing
+/// buffered or expected), so the buffers, the lease and the pinning reason
+/// are not kept, and the rare tenant cap is boxed.
+pub struct ParkedTx {
+    core: Arc<Core<PgEngine>>,
+    endpoint: Arc<EndpointSettings>,
+    pool: Arc<Pool<PgEngine>>,
+    cancel: CancelKey<super::backend::PgCancelTarget>,
+    desired: tracked::Values,
+    backend_cap: Option<Box<crate::pool::TenantCap>>,
+    registry: Registry,
+    readback: bool,
+    client_skip: bool,
+    status: u8,
+}
+
+impl ParkedTx {
+    pub fn core(&self) -> &Arc<Core<PgEngine>> {
+        &self.core
+    }
+
+    pub fn cancel(&self) -> &CancelKey<super::backend::PgCancelTarget> {
+        &self.cancel
+    }
+
+    /// The session again, with fresh (empty) buffers.
+    pub fn resume(self) -> TxSession {
+        let mut tx = TxSession::new(self.core, self.endpoint, self.pool, self.cancel, self.desired);
+        tx.backend_cap = self.backend_cap.map(|c| *c);
+        tx.registry = self.registry;
+        tx.readback = self.readback;
+        tx.client_skip = self.client_skip;
+        tx.status = self.status;
+        tx
+    }
+}
+
+impl TxSession {
+    /// The state a parked session keeps (see [`Outcome::Park`]).
+    pub fn park(self) -> ParkedTx {
+        let TxSession {
+            core,
+            endpoint,
+            pool,
+            cancel,
+            desired,
+            backend_cap,
+            registry,
+            readback,
+            client_skip,
+            status,
+            ..
+        } = self;
+        ParkedTx {
+            core,
+            endpoint,
+            pool,
+            cancel,
+            desired,
+            backend_cap: backend_cap.map(Box::new),
+            registry,
+            readback,
+            client_skip,
+            status,
+        }
+    }
+
     pub fn new(
-        core: &'a Core<PgEngine>,
+        core: Arc<Core<PgEngine>>,
         endpoint: Arc<EndpointSettings>,
         pool: Arc<Pool<PgEngine>>,
         cancel: CancelKey<super::backend::PgCancelTarget>,
@@ -105,12 +187,14 @@ impl<'a> TxSession<'a> {
     /// Between transactions the session waits with a small future and holds
     /// no buffers; the relay's larger state exists only while it is active,
     /// so thousands of idle clients cost little memory.
-    pub async fn run(&mut self, client: &mut ClientStream) -> Option<ProxyError> {
+    pub async fn run(&mut self, client: &mut ClientStream) -> Outcome {
         let end = loop {
-            if self.is_idle()
-                && let Err(end) = self.wait_idle(client).await
-            {
-                break end;
+            if self.is_idle() {
+                match self.wait_idle(client).await {
+                    Ok(Waited::Message) => {}
+                    Ok(Waited::Park(left)) => return Outcome::Park(left),
+                    Err(end) => break end,
+                }
             }
             if let Err(end) = Box::pin(self.relay(client)).await {
                 break end;
@@ -130,9 +214,9 @@ impl<'a> TxSession<'a> {
         if matches!(end, End::BackendGone(_)) && self.b_remaining > 0 {
             // An error cannot be framed into a half-sent message: just close.
             tracing::info!(session = self.session_id, "server connection lost mid-message");
-            return None;
+            return Outcome::Ended(None);
         }
-        end.into_error()
+        Outcome::Ended(end.into_error())
     }
 
     /// Outside a transaction with nothing buffered.
@@ -147,20 +231,23 @@ impl<'a> TxSession<'a> {
     /// task's waker, the cancel slot keeps it for shutdown (which wakes idle
     /// sessions through the registry), and the future itself is a few
     /// pointers, so an idle client's task stays small.
-    async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<(), End> {
+    async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<Waited, End> {
         self.cbuf = BytesMut::new();
         self.to_backend = BytesMut::new();
         self.to_client = BytesMut::new();
-        let woke = idle::next_message(
-            client,
-            &self.cancel.slot,
-            &self.core.shutdown,
-            true,
-            self.endpoint.idle_client_timeout,
-        )
-        .await;
+        // Plain sockets park; a TLS session keeps its task (its state is
+        // the TLS connection's, far larger than a task anyway).
+        let parkable = self.core.parking.is_some() && !client.is_tls();
+        let timeout = self.endpoint.idle_client_timeout;
+        let woke = idle::next_message(client, &self.cancel.slot, &self.core.shutdown, true, timeout, parkable).await;
         match woke {
-            Woke::Readable => Ok(()),
+            Woke::Readable => Ok(Waited::Message),
+            Woke::Park(idle_left) if self.queue.is_empty() && self.b_remaining == 0 && self.pinned.is_none() => {
+                Ok(Waited::Park(idle_left))
+            }
+            // Something still expected from a server, or pinned: stay
+            // (relay waits for the client).
+            Woke::Park(_) => Ok(Waited::Message),
             Woke::Shutdown => Err(End::Shutdown),
             Woke::Terminated => Err(End::ClientError(ProxyError::new(
                 Condition::Terminated,
@@ -175,7 +262,7 @@ impl<'a> TxSession<'a> {
 
     /// Relays until the session is idle again (`Ok`) or ends (`Err`).
     async fn relay(&mut self, client: &mut ClientStream) -> Result<(), End> {
-        let core = self.core;
+        let core = self.core.clone();
         let shutdown = &core.shutdown;
         let mut closing = *shutdown.borrow();
         let message_timeout = self.core.settings.proxy.client_message_timeout;

@@ -12,7 +12,7 @@ use super::super::statements::{MAX_PREPARED_PER_CONNECTION, Statement};
 use super::TxSession;
 use crate::engine::pg::pending::Pending;
 
-impl TxSession<'_> {
+impl TxSession {
     pub(super) fn client_parse(&mut self, name: String, stmt: Arc<Statement>, msg: &[u8]) {
         if name.is_empty() {
             let generation = self.registry.set_unnamed(stmt);
