@@ -34,10 +34,9 @@ impl ClientStream {
     /// Waits until a read would find data (plain TCP); TLS streams keep
     /// their own buffers and are simply read.
     pub async fn readable(&self) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => s.readable().await,
-            Self::Tls(_) => Ok(()),
-        }
+        // The registration's own reader waker, not a waiter node linked
+        // (under a lock) into its list for every wait.
+        std::future::poll_fn(|cx| self.poll_readable(cx)).await
     }
 
     /// [`Self::readable`] as a poll: the waker goes to the socket's own

@@ -58,6 +58,13 @@ pub async fn read(conn: &mut PgConn) -> Result<Values, ProxyError> {
     Ok(std::sync::Arc::new(values))
 }
 
+/// Whether `conn` is known to have `wanted` already (nothing to apply).
+pub fn in_step(conn: &PgConn, wanted: &Values) -> bool {
+    conn.tracked
+        .as_ref()
+        .is_some_and(|current| std::sync::Arc::ptr_eq(current, wanted) || current == wanted)
+}
+
 /// Makes `conn`'s tracked parameters equal to `wanted`, sending only the
 /// differences; records the result on the connection.
 pub async fn apply(conn: &mut PgConn, wanted: &Values) -> Result<(), ProxyError> {

@@ -23,41 +23,57 @@ impl TxSession {
     /// Returns whether running `sql` may change tracked parameters (the
     /// caller reads them back after the transaction in which it runs).
     pub(super) fn note_effects(&mut self, sql: &str) -> bool {
+        if !sql.contains(';') {
+            // One statement (the usual case): no split and no list.
+            return self.note_effect(gatehouse_sql::classify(sql));
+        }
         let mut touches = false;
         for effect in gatehouse_sql::classify_all(sql) {
-            match effect {
-                Effect::None | Effect::Transaction(_) | Effect::Execute { .. } => {}
-                Effect::Set {
-                    scope: Scope::Local, ..
-                } => {}
-                Effect::Set { name, .. } if tracked::is_tracked(&name) => touches = true,
-                Effect::Set { name, .. } => {
-                    if !self
-                        .endpoint
-                        .pinning_filter
-                        .iter()
-                        .any(|n| n.eq_ignore_ascii_case(&name))
-                    {
-                        self.pin("set_untracked", format!("SET of untracked parameter \"{name}\""));
-                    }
-                }
-                Effect::Reset { name } if name == "role" || name == "session_authorization" => {}
-                Effect::Reset { .. } | Effect::ResetAll => touches = true,
-                Effect::Discard(DiscardKind::All) => {
-                    touches = true;
-                    self.forget_statements();
-                }
-                Effect::Discard(_) => {}
-                Effect::Deallocate { name: None } => self.forget_statements(),
-                Effect::Deallocate { name: Some(_) } => {}
-                Effect::Prepare { name } => self.pin("sql_prepare", format!("SQL-level PREPARE of \"{name}\"")),
-                Effect::Pin(reason) => {
-                    let (code, detail) = pin_reason(&reason);
-                    self.pin(code, detail.to_owned());
-                }
-            }
+            touches |= self.note_effect(effect);
         }
         touches
+    }
+
+    /// [`Self::note_effects`] for one statement's effect.
+    fn note_effect(&mut self, effect: Effect) -> bool {
+        match effect {
+            Effect::None | Effect::Transaction(_) | Effect::Execute { .. } => false,
+            Effect::Set {
+                scope: Scope::Local, ..
+            } => false,
+            Effect::Set { name, .. } if tracked::is_tracked(&name) => true,
+            Effect::Set { name, .. } => {
+                if !self
+                    .endpoint
+                    .pinning_filter
+                    .iter()
+                    .any(|n| n.eq_ignore_ascii_case(&name))
+                {
+                    self.pin("set_untracked", format!("SET of untracked parameter \"{name}\""));
+                }
+                false
+            }
+            Effect::Reset { name } if name == "role" || name == "session_authorization" => false,
+            Effect::Reset { .. } | Effect::ResetAll => true,
+            Effect::Discard(DiscardKind::All) => {
+                self.forget_statements();
+                true
+            }
+            Effect::Discard(_) | Effect::Deallocate { name: Some(_) } => false,
+            Effect::Deallocate { name: None } => {
+                self.forget_statements();
+                false
+            }
+            Effect::Prepare { name } => {
+                self.pin("sql_prepare", format!("SQL-level PREPARE of \"{name}\""));
+                false
+            }
+            Effect::Pin(reason) => {
+                let (code, detail) = pin_reason(&reason);
+                self.pin(code, detail.to_owned());
+                false
+            }
+        }
     }
 
     /// DISCARD ALL / DEALLOCATE ALL: the client's statements are gone, and so

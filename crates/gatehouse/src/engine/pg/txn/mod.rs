@@ -42,6 +42,10 @@ const UNKNOWN_OWNER: (u64, u64) = (0, 0);
 /// Backend read-buffer growth step.
 const READ_CHUNK: usize = 32 * 1024;
 
+/// A client buffer larger than this is freed between transactions even
+/// before the session parks (one large result does not stay allocated).
+const KEPT_BUFFER_LIMIT: usize = 64 * 1024;
+
 /// How [`TxSession::run`] ended.
 pub enum Outcome {
     /// The session is over; the error to send the client, if any.
@@ -224,20 +228,24 @@ impl TxSession {
         self.lease.is_none() && self.cbuf.is_empty()
     }
 
-    /// Waits, holding no buffers, until the client sends something; ends the
-    /// session on shutdown or after the endpoint's idle timeout.
+    /// Waits until the client sends something; ends the session on shutdown
+    /// or after the endpoint's idle timeout, or parks it.
     ///
     /// The wait is a hand-written poll: the socket's readiness keeps the
     /// task's waker, the cancel slot keeps it for shutdown (which wakes idle
     /// sessions through the registry), and the future itself is a few
-    /// pointers, so an idle client's task stays small.
+    /// pointers, so an idle client's task stays small. A session that will
+    /// park keeps its (small) buffers for its next transaction until then,
+    /// rather than allocating them again for each; parking drops them.
     async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<Waited, End> {
-        self.cbuf = BytesMut::new();
-        self.to_backend = BytesMut::new();
-        self.to_client = BytesMut::new();
         // Plain sockets park; a TLS session keeps its task (its state is
         // the TLS connection's, far larger than a task anyway).
         let parkable = self.core.parking.is_some() && !client.is_tls();
+        for buf in [&mut self.cbuf, &mut self.to_backend, &mut self.to_client] {
+            if !parkable || buf.capacity() > KEPT_BUFFER_LIMIT {
+                *buf = BytesMut::new();
+            }
+        }
         let timeout = self.endpoint.idle_client_timeout;
         let woke = idle::next_message(client, &self.cancel.slot, &self.core.shutdown, true, timeout, parkable).await;
         match woke {
@@ -415,7 +423,11 @@ impl TxSession {
         let mut lease = Box::pin(self.pool.lease_for(self.backend_cap.as_ref()))
             .await
             .map_err(End::ClientError)?;
-        if let Err(e) = Box::pin(tracked::apply(lease.conn(), &self.desired)).await {
+        // Usually the connection has the client's values already: the
+        // (boxed) apply is skipped.
+        if !tracked::in_step(lease.conn(), &self.desired)
+            && let Err(e) = Box::pin(tracked::apply(lease.conn(), &self.desired)).await
+        {
             return Err(End::BackendGone(e.to_string()));
         }
         self.cancel.slot.set(lease.conn().cancel_target());
