@@ -6,6 +6,7 @@
 mod auth;
 mod differential;
 mod kill;
+mod park;
 mod plugins;
 mod queries;
 mod session;
@@ -153,6 +154,9 @@ fn config_text(cluster: &Cluster, dir: &Path, sha2_port: u16) -> Result<String> 
 [proxy]
 login_timeout = "2s"
 client_message_timeout = "2s"
+# Idle sessions park after 100-200 ms, so every case also runs its sessions
+# through the parking lot whenever it pauses (the default is 250 ms).
+park_idle_after = "100ms"
 max_message_bytes = 1048576
 log_filter = "warn"
 auth_failures_per_minute_per_address = 1000
@@ -408,6 +412,7 @@ fn main() -> ExitCode {
     cases.extend(tokens::cases());
     cases.extend(differential::cases());
     cases.extend(plugins::cases());
+    cases.extend(park::cases());
     trials::run(cases, setup, teardown)
 }
 

@@ -13,7 +13,7 @@ use gatehouse_proto_mysql::errors::{self, MyError};
 use gatehouse_proto_mysql::frame::{self, FrameError};
 
 use super::io::{IoError, fill};
-use super::txn::{Fatal, Session};
+use super::txn::{Fatal, Served, Session};
 use crate::engine::idle::{self, Woke};
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
@@ -25,18 +25,19 @@ enum Next {
     End,
 }
 
-impl Session<'_> {
+impl Session {
     /// The command loop. Between commands the session waits with a
     /// hand-written poll (the socket's readiness, and its cancel slot for
     /// `KILL` and shutdown), a few pointers in the task; each command then
     /// runs in a box of its own, so an idle client's task stays small.
-    pub(super) async fn serve(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<(), Fatal> {
+    pub(super) async fn serve(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<Served, Fatal> {
         loop {
             if buf.is_empty() {
                 match self.wait_command(stream).await {
-                    // Not parkable (yet): a park request is never raised.
-                    Woke::Readable | Woke::Park(_) => {}
-                    Woke::Terminated => return Box::pin(self.killed(false)).await,
+                    Woke::Readable => {}
+                    Woke::Park(idle_left) if self.lease.is_none() => return Ok(Served::Park(idle_left)),
+                    Woke::Park(_) => {}
+                    Woke::Terminated => return Box::pin(self.killed(false)).await.map(|()| Served::Ended),
                     Woke::Shutdown => {
                         return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
                     }
@@ -49,16 +50,26 @@ impl Session<'_> {
                 }
             }
             if Box::pin(self.command(stream, buf)).await? == Next::End {
-                return Ok(());
+                return Ok(Served::Ended);
             }
         }
     }
 
-    /// Waits, holding nothing, for the client's next command.
+    /// Waits, holding nothing, for the client's next command. Without a
+    /// lease a plain-TCP session may be asked to park.
     async fn wait_command(&self, stream: &ClientStream) -> Woke {
         let leased = self.lease.is_some();
         let timeout = self.endpoint.idle_client_timeout.filter(|_| !leased);
-        idle::next_message(stream, &self.cancel.slot, &self.core.shutdown, !leased, timeout, false).await
+        let parkable = !leased && self.core.parking.is_some() && !stream.is_tls();
+        idle::next_message(
+            stream,
+            &self.cancel.slot,
+            &self.core.shutdown,
+            !leased,
+            timeout,
+            parkable,
+        )
+        .await
     }
 
     async fn fatal_end(&mut self, stream: &mut ClientStream, seq: u8, err: MyError, msg: &str) -> Result<Next, Fatal> {
@@ -69,11 +80,11 @@ impl Session<'_> {
     /// it; `End` when the session is over without an error to send.
     async fn command(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<Next, Fatal> {
         let max = self.core.settings.proxy.max_message_bytes;
-        let core = self.core;
+        let core = self.core.clone();
         let shutdown = &core.shutdown;
         let half_sent = self.core.settings.proxy.client_message_timeout;
         // Raised by another session's `KILL [CONNECTION]` (see [`super::kill`]).
-        let cancel = self.cancel;
+        let slot = self.cancel.slot.clone();
         {
             let idle = self.endpoint.idle_client_timeout.filter(|_| self.lease.is_none());
             // Between commands the client may wait (up to the idle timeout);
@@ -88,9 +99,9 @@ impl Session<'_> {
                     // (Nothing awaits in here: the shutdown watch's borrow is not Send.)
                     let woke = tokio::select! {
                         r = fill(stream, buf) => Some(r),
-                        () = cancel.slot.terminated() => None,
+                        () = slot.terminated() => None,
                         // Shutdown wakes idle sessions through their cancel slot.
-                        () = idle::shutdown_begun(&cancel.slot, shutdown), if self.lease.is_none() => {
+                        () = idle::shutdown_begun(&slot, shutdown), if self.lease.is_none() => {
                             return Err((0, ProxyError::new(Condition::Shutdown, "Server shutdown in progress")));
                         }
                         _ = sleep_opt(idle) => {
@@ -104,7 +115,7 @@ impl Session<'_> {
                 } else {
                     let timed = tokio::select! {
                         r = tokio::time::timeout(half_sent, fill(stream, buf)) => r,
-                        () = cancel.slot.terminated() => return self.killed(false).await.map(|()| Next::End),
+                        () = slot.terminated() => return self.killed(false).await.map(|()| Next::End),
                     };
                     match timed {
                         Ok(r) => r,
@@ -154,7 +165,7 @@ impl Session<'_> {
             if cmd == COM_QUIT {
                 return Ok(Next::End);
             }
-            if cancel.slot.is_terminated() {
+            if slot.is_terminated() {
                 return self.killed(false).await.map(|()| Next::End);
             }
             // A kill while the command waits (for a connection, for the
@@ -162,7 +173,7 @@ impl Session<'_> {
             let outcome = tokio::select! {
                 biased;
                 o = self.dispatch(stream, buf, cmd, &packet.payload[..]) => o,
-                () = cancel.slot.terminated() => return self.killed(true).await.map(|()| Next::End),
+                () = slot.terminated() => return self.killed(true).await.map(|()| Next::End),
             };
             outcome?;
             self.settle().await;

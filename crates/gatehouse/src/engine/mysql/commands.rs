@@ -19,14 +19,14 @@ use crate::config::PoolMode;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 
-impl Session<'_> {
+impl Session {
     /// Moves later transactions to `db`'s pool when nothing holds the
     /// current connection; otherwise the session stays on it (pinned) and
     /// the connection is closed at the end instead of reused.
     pub(super) fn use_database(&mut self, db: &str, alone: bool) {
         let free = alone && self.lease.is_none() && self.pinned.is_none();
         if free {
-            self.pool = pool_for(self.core, self.endpoint, &self.tenant, &self.backend, db);
+            self.pool = pool_for(&self.core, &self.endpoint, &self.tenant, &self.backend, db);
         } else if self.pool.key().database != db {
             self.pin("database_changed");
             self.discard = true;
@@ -62,7 +62,7 @@ impl Session<'_> {
                 .fatal(stream, 1, errors::ER_MALFORMED_PACKET, "Malformed communication packet")
                 .await;
         };
-        let core = self.core;
+        let core = self.core.clone();
         if !core.limits.login_allowed(self.peer, &request.username) {
             let e = ProxyError::new(Condition::NotAllowed, crate::limits::TOO_MANY_FAILURES);
             return Err((1, e));
@@ -83,7 +83,7 @@ impl Session<'_> {
             buf: std::mem::take(buf),
             seq: 1,
         };
-        let result = login::authenticate(core, self.endpoint, &mut phase, &response, &nonce).await;
+        let result = login::authenticate(&core, &self.endpoint, &mut phase, &response, &nonce).await;
         let seq = phase.seq;
         *buf = std::mem::take(&mut phase.buf);
         let tenant = match result {
@@ -107,8 +107,8 @@ impl Session<'_> {
         self.cancel.claim(&tenant.name);
         self.cap = core.tenant_backend_cap(&tenant);
         self.pool = pool_for(
-            core,
-            self.endpoint,
+            &core,
+            &self.endpoint,
             &tenant,
             &self.backend,
             database.as_deref().unwrap_or(""),

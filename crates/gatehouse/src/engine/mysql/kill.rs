@@ -42,7 +42,7 @@ pub fn process_kill_request(payload: &[u8]) -> Kill {
     }
 }
 
-impl Session<'_> {
+impl Session {
     /// Answers a `KILL` (see the module docs).
     pub(super) async fn kill(&mut self, stream: &mut ClientStream, kill: Kill) -> Result<(), Fatal> {
         let Ok(id) = u32::try_from(kill.id) else {

@@ -30,6 +30,7 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
 
 pub mod kill;
 pub mod login;
+mod parked;
 pub mod session;
 pub mod stmts;
 pub mod txn;

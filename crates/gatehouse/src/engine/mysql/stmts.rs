@@ -90,7 +90,7 @@ async fn remember(conn: &mut MyConn, sql: Arc<str>, stmt: BackendStmt) {
     }
 }
 
-pub async fn command(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+pub async fn command(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
     if payload[0] == COM_STMT_PREPARE {
         return prepare(s, stream, payload).await;
     }
@@ -150,7 +150,7 @@ pub async fn command(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[
     }
 }
 
-async fn prepare(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
+async fn prepare(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
     let sql: Arc<str> = String::from_utf8_lossy(&payload[1..]).into();
     s.stmts.next_id = s.stmts.next_id.wrapping_add(1).max(1);
     let client_id = s.stmts.next_id;
@@ -212,7 +212,7 @@ async fn prepare(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8])
 }
 
 async fn execute(
-    s: &mut Session<'_>,
+    s: &mut Session,
     stream: &mut ClientStream,
     payload: &[u8],
     id: u32,
@@ -261,7 +261,7 @@ async fn execute(
     Ok(())
 }
 
-async fn forward_with_id(s: &mut Session<'_>, stream: &mut ClientStream, payload: &[u8], id: u32) -> Result<(), Fatal> {
+async fn forward_with_id(s: &mut Session, stream: &mut ClientStream, payload: &[u8], id: u32) -> Result<(), Fatal> {
     let mut p = payload.to_vec();
     let _ = rewrite_stmt_id(&mut p, id);
     if let Some(done) = s.forward(stream, &p).await?
@@ -278,7 +278,7 @@ async fn forward_with_id(s: &mut Session<'_>, stream: &mut ClientStream, payload
 /// was sent the error (only when `reply` is set; otherwise it is dropped,
 /// as for commands without replies).
 async fn prepared(
-    s: &mut Session<'_>,
+    s: &mut Session,
     stream: &mut ClientStream,
     sql: &Arc<str>,
     reply: bool,

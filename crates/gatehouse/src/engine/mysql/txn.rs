@@ -47,14 +47,14 @@ pub const LINGER_AFTER_INSERT: u8 = 3;
 pub(super) const BACKEND_COLLATION: u8 = 45;
 
 /// What the connection phase hands over.
-pub struct Start<'a> {
-    pub endpoint: &'a EndpointSettings,
+pub struct Start {
+    pub endpoint: Arc<EndpointSettings>,
     pub tenant: Arc<Tenant>,
     pub database: Option<String>,
     pub caps: u32,
     pub collation: u8,
     /// The session's cancel key; its slot names the backend query running now.
-    pub cancel: &'a CancelKey<MyCancelTarget>,
+    pub cancel: CancelKey<MyCancelTarget>,
     /// The tenant's client-connection slot, held for the session.
     pub tenant_slot: Option<OwnedSemaphorePermit>,
     /// The client's address (failed-login limits on COM_CHANGE_USER).
@@ -62,16 +62,19 @@ pub struct Start<'a> {
     /// The backend the endpoint's role routes to, chosen before the login's
     /// OK so that "no backend" is the login's answer.
     pub backend: String,
+    /// Held for the session's life: its admission slot, and the guard
+    /// shutdown waits on.
+    pub guards: (Option<OwnedSemaphorePermit>, crate::app::DrainGuard),
 }
 
-/// A client session after login.
-pub struct Session<'a> {
-    pub core: &'a Core<MyEngine>,
-    pub(super) endpoint: &'a EndpointSettings,
-    pub(super) cancel: &'a CancelKey<MyCancelTarget>,
-    /// The endpoint's `pinning_filter`: variables tracked (replayed) too.
-    pub(super) tracked: Vec<&'a str>,
+/// A client session after login: everything it keeps but its socket (and
+/// what it parks with, see [`super::parked`]).
+pub struct Session {
+    pub core: Arc<Core<MyEngine>>,
+    pub(super) endpoint: Arc<EndpointSettings>,
+    pub(super) cancel: CancelKey<MyCancelTarget>,
     pub(super) _tenant_slot: Option<OwnedSemaphorePermit>,
+    pub(super) _guards: (Option<OwnedSemaphorePermit>, crate::app::DrainGuard),
     pub(super) peer: IpAddr,
     pub tenant: Arc<Tenant>,
     pub(super) caps: u32,
@@ -98,27 +101,30 @@ pub struct Session<'a> {
 /// Ends the session: (sequence id for the ERR packet, the error).
 pub type Fatal = (u8, ProxyError);
 
-/// Serves the client after login until it leaves. Not an `async fn`: the
-/// session is built here, so the future keeps the [`Session`], not its
-/// ingredients as well.
-pub fn run<'a>(
-    core: &'a Core<MyEngine>,
-    stream: &'a mut ClientStream,
-    mut buf: BytesMut,
-    start: Start<'a>,
-) -> impl Future<Output = Result<(), Fatal>> + Send + 'a {
+/// What became of a session's run ([`Session::run`]).
+pub enum Served {
+    /// Over; what the session held is given back.
+    Ended,
+    /// Idle long enough to park: no lease, nothing buffered; the idle
+    /// timeout has this much left.
+    Park(Option<std::time::Duration>),
+}
+
+/// The session of a client after login, in a box of its own (it moves to
+/// the parking lot and back whole).
+pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
     let backend = start.backend;
     let database = start.database.clone().unwrap_or_default();
-    let pool = pool_for(core, start.endpoint, &start.tenant, &backend, &database);
+    let pool = pool_for(&core, &start.endpoint, &start.tenant, &backend, &database);
     let vars = Vars::for_collation(start.collation, BACKEND_COLLATION, |id| core.engine.collation_name(id));
-    let mut s = Session {
+    let mut s = Box::new(Session {
+        cap: core.tenant_backend_cap(&start.tenant),
         core,
         endpoint: start.endpoint,
         cancel: start.cancel,
-        tracked: start.endpoint.pinning_filter.iter().map(String::as_str).collect(),
         _tenant_slot: start.tenant_slot,
+        _guards: start.guards,
         peer: start.peer,
-        cap: core.tenant_backend_cap(&start.tenant),
         tenant: start.tenant,
         caps: start.caps,
         backend,
@@ -135,16 +141,11 @@ pub fn run<'a>(
         default_vars: vars.clone(),
         vars,
         stmts: Statements::default(),
-    };
+    });
     if s.endpoint.pool_mode == PoolMode::Session {
         s.pin("session_mode");
     }
-    async move {
-        let result = s.serve(stream, &mut buf).await;
-        // Boxed: the reset's future would otherwise sit in every idle task.
-        Box::pin(s.finish()).await;
-        result
-    }
+    s
 }
 
 pub(super) fn pool_for(
@@ -165,7 +166,18 @@ pub(super) fn pool_for(
     core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max)
 }
 
-impl Session<'_> {
+impl Session {
+    /// Serves the client until it leaves (what the session holds is then
+    /// given back) or until the session should park (it holds nothing).
+    pub async fn run(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<Served, Fatal> {
+        let result = self.serve(stream, buf).await;
+        if !matches!(result, Ok(Served::Park(_))) {
+            // Boxed: the reset's future would otherwise sit in every idle task.
+            Box::pin(self.finish()).await;
+        }
+        result
+    }
+
     pub(super) fn pin(&mut self, reason: &'static str) {
         if self.pinned.is_none() {
             self.pinned = Some(reason);
@@ -323,8 +335,11 @@ impl Session<'_> {
         let mut changes = Vec::new();
         let mut switch_to = None;
         let mut unlocks = false;
+        // The endpoint's `pinning_filter`: variables tracked (replayed) too.
+        let endpoint = self.endpoint.clone();
+        let tracked: Vec<&str> = endpoint.pinning_filter.iter().map(String::as_str).collect();
         for stmt in statements {
-            match my_sql::classify_with(stmt, dialect, &self.tracked) {
+            match my_sql::classify_with(stmt, dialect, &tracked) {
                 MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
                 MyEffect::Kill(_) | MyEffect::KillUnsupported => {
                     let msg = "only a single KILL [CONNECTION | QUERY] <connection id> is supported through the proxy";
