@@ -95,6 +95,56 @@ pub struct CliRun {
     pub stderr: String,
 }
 
+/// The settings of a proxy of a test's own: one cluster on the primary, an
+/// endpoint "rw", tenant alice (native password), `proxy` added to its
+/// `[proxy]` section and `more` (TOML) after the endpoint.
+pub fn own_config(ctx: &Ctx, proxy: &str, more: &str) -> Result<gatehouse::config::Settings> {
+    let p = ctx.cluster.mysql_primary().context("no primary")?;
+    let text = format!(
+        r#"
+[proxy]
+log_filter = "warn"
+{proxy}
+
+[[clusters]]
+name = "my"
+engine = "mysql"
+backends = ["{addr}"]
+monitor_secret = "superuser"
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+{more}
+[[tenants]]
+name = "alice"
+databases = ["app1"]
+secret = "owner"
+mysql_native_password = "{hash}"
+
+[[secrets]]
+name = "superuser"
+user = "{su}"
+password = "{su_pw}"
+
+[[secrets]]
+name = "owner"
+user = "app_owner"
+password = "{owner}"
+"#,
+        addr = p.addr(),
+        hash = gatehouse_proto_mysql::auth::native_password::format_stored(
+            &gatehouse_proto_mysql::auth::native_password::stored_hash(b"alice-pw")
+        ),
+        su = ctx.cluster.mysql_user(),
+        su_pw = ctx.cluster.mysql_password(),
+        owner = OWNER_PW,
+    );
+    gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))
+}
+
 /// Runs the `mysql` command-line client (MariaDB's) against `endpoint` as
 /// `user` on database app1, batch mode without column names, with `tls`
 /// (not verifying the test certificate) or `--skip-ssl`, plus `extra`

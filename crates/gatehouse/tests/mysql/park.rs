@@ -34,57 +34,15 @@ struct Own {
 }
 
 async fn start(ctx: &Ctx) -> Result<Own> {
-    let p = ctx.cluster.mysql_primary().context("no primary")?;
-    let text = format!(
-        r#"
-[proxy]
-log_filter = "warn"
-park_idle_after = "100ms"
-
-[[clusters]]
-name = "my"
-engine = "mysql"
-backends = ["{addr}"]
-monitor_secret = "superuser"
-
-[[endpoints]]
-name = "rw"
-listen = "127.0.0.1:0"
-cluster = "my"
-role = "read_write"
-
+    let idle = r#"
 [[endpoints]]
 name = "idle"
 listen = "127.0.0.1:0"
 cluster = "my"
 role = "read_write"
 idle_client_timeout = "1500ms"
-
-[[tenants]]
-name = "alice"
-databases = ["app1"]
-secret = "owner"
-mysql_native_password = "{hash}"
-
-[[secrets]]
-name = "superuser"
-user = "{su}"
-password = "{su_pw}"
-
-[[secrets]]
-name = "owner"
-user = "app_owner"
-password = "{owner}"
-"#,
-        addr = p.addr(),
-        hash = gatehouse_proto_mysql::auth::native_password::format_stored(
-            &gatehouse_proto_mysql::auth::native_password::stored_hash(b"alice-pw")
-        ),
-        su = ctx.cluster.mysql_user(),
-        su_pw = ctx.cluster.mysql_password(),
-        owner = crate::OWNER_PW,
-    );
-    let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+"#;
+    let settings = crate::own_config(ctx, "park_idle_after = \"100ms\"", idle)?;
     let app = gatehouse::App::bind(settings).await?;
     let rw = app.local_addr("rw").context("rw")?;
     let idle = app.local_addr("idle").context("idle")?;

@@ -117,50 +117,7 @@ fn reset_connection(ctx: &Ctx) -> Result<()> {
 /// ER_SERVER_SHUTDOWN, so `run` returns at once rather than after the
 /// shutdown timeout, and the port stops accepting.
 fn shutdown(ctx: &Ctx) -> Result<()> {
-    let p = ctx.cluster.mysql_primary().context("no primary")?;
-    let text = format!(
-        r#"
-[proxy]
-log_filter = "warn"
-shutdown_timeout = "20s"
-
-[[clusters]]
-name = "my"
-engine = "mysql"
-backends = ["{addr}"]
-monitor_secret = "superuser"
-
-[[endpoints]]
-name = "rw"
-listen = "127.0.0.1:0"
-cluster = "my"
-role = "read_write"
-
-[[tenants]]
-name = "alice"
-databases = ["app1"]
-secret = "owner"
-mysql_native_password = "{hash}"
-
-[[secrets]]
-name = "superuser"
-user = "{su}"
-password = "{su_pw}"
-
-[[secrets]]
-name = "owner"
-user = "app_owner"
-password = "{owner}"
-"#,
-        addr = p.addr(),
-        hash = gatehouse_proto_mysql::auth::native_password::format_stored(
-            &gatehouse_proto_mysql::auth::native_password::stored_hash(b"alice-pw")
-        ),
-        su = ctx.cluster.mysql_user(),
-        su_pw = ctx.cluster.mysql_password(),
-        owner = crate::OWNER_PW,
-    );
-    let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let settings = crate::own_config(ctx, "shutdown_timeout = \"20s\"", "")?;
     ctx.rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let addr = app.local_addr("rw").context("rw")?;
