@@ -23,9 +23,11 @@ impl TxSession {
     /// Returns whether running `sql` may change tracked parameters (the
     /// caller reads them back after the transaction in which it runs).
     pub(super) fn note_effects(&mut self, sql: &str) -> bool {
-        if !sql.contains(';') {
-            // One statement (the usual case): no split and no list.
-            return self.note_effect(gatehouse_sql::classify(sql));
+        // One statement, perhaps with a final `;` (the usual case): no
+        // split and no list.
+        let one = sql.trim_end().trim_end_matches(';');
+        if !one.contains(';') {
+            return self.note_effect(gatehouse_sql::classify(one));
         }
         let mut touches = false;
         for effect in gatehouse_sql::classify_all(sql) {
