@@ -83,6 +83,7 @@ password = "$BENCH_OWNER_PW"
 name = "monitor"
 user = "$monitor_user"
 password = "$monitor_pw"
+${GH_EXTRA_TOML:-}
 TOML
   "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
   "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &

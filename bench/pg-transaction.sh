@@ -8,11 +8,16 @@
 # transactions (from /proc) and the ratios. Then each proxy's memory per idle
 # authenticated client (loadgen idle-clients, VmRSS from /proc).
 # Clients authenticate with SCRAM to both proxies, each checking a stored
-# verifier.
+# verifier; direct ones with SCRAM to PostgreSQL. connect_md5 is -C again
+# with md5 between client and proxies (Gatehouse: a tenant stored with an
+# md5 hash; PgBouncer: auth_type md5), direct still SCRAM: the serverless
+# case where the proxy's cheap login replaces the server's fork and SCRAM
+# (with SCRAM to the proxy too, pgbench's own PBKDF2 per connection bounds
+# both proxies' rates). It runs last: PgBouncer is switched to md5 for it.
 #
 #   bench/pg-transaction.sh     # 10, 100, 1000 clients, 10 s runs, 2 rounds, 10,000 idle clients
 #   BENCH_CLIENTS="10 100" BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_IDLE=2000 bench/pg-transaction.sh
-#   BENCH_WORKLOADS="simple" BENCH_IDLE=0 ...   # only some workloads (simple prepared connect); no memory run
+#   BENCH_WORKLOADS="simple" BENCH_IDLE=0 ...   # only some workloads (simple prepared connect connect_md5); no memory run
 #
 # PgBouncer before 1.21 has no protocol-level prepared statements in
 # transaction mode: its -M prepared runs fail and are reported as "failed".
@@ -30,7 +35,7 @@ read -r -a CLIENTS <<<"${BENCH_CLIENTS:-10 100 1000}"
 POOL=${BENCH_POOL:-20}
 CONNECT_CLIENTS=${BENCH_CONNECT_CLIENTS:-50}
 IDLE=${BENCH_IDLE:-10000}
-read -r -a WORKLOADS <<<"${BENCH_WORKLOADS:-simple prepared connect}"
+read -r -a WORKLOADS <<<"${BENCH_WORKLOADS:-simple prepared connect connect_md5}"
 IDLE_HOLD=${BENCH_IDLE_HOLD:-10}
 # pgbench's -T includes its initial connections (sequential per thread, a
 # SCRAM exchange each: about 10-20 ms per client here), and its TPS excludes
@@ -57,6 +62,16 @@ trap cleanup EXIT
 
 log "starting PostgreSQL 15 (max_connections $MAX_CONNECTIONS), Gatehouse and PgBouncer (pool $POOL, transaction mode)"
 cluster_up "$DIR/cluster" 0 "$MAX_CONNECTIONS"
+# A second tenant stored with an md5 hash, for connect_md5: the same
+# database and backend credentials, md5 between client and proxy.
+MD5_TENANT="${BENCH_TENANT}_md5"
+GH_EXTRA_TOML="
+[[tenants]]
+name = \"$MD5_TENANT\"
+databases = [\"$BENCH_DB\"]
+secret = \"owner\"
+md5_hash = \"md5$(printf '%s%s' "$BENCH_TENANT_PW" "$MD5_TENANT" | md5sum | cut -d' ' -f1)\"
+"
 start_gatehouse "$DIR" "$POOL" transaction
 start_pgbouncer "$DIR" "$POOL" transaction
 raise_fd_limit "$PGB_PID"
@@ -64,19 +79,35 @@ raise_fd_limit "$PGB_PID"
 # (BENCH_PGB_AUTH=plain keeps start_pgbouncer's plain-text password, which
 # costs PgBouncer a PBKDF2 per client login).
 PGB_AUTH=${BENCH_PGB_AUTH:-verifier}
+PGB_AUTH_MAIN=$PGB_AUTH
 if [ "$PGB_AUTH" = verifier ]; then
   pgbouncer_use_verifier "$DIR"
 fi
 PGB_VERSION=$(pgbouncer --version | sed -n '1s/^PgBouncer \([0-9.]*\).*/\1/p')
 log "PgBouncer $PGB_VERSION, pgbench $(pgbench --version | awk '{ print $3 }')"
 
-# target_of NAME: sets port, user, pw and pid (empty for direct).
+# target_of NAME [WORKLOAD]: sets port, user, pw and pid (empty for direct);
+# connect_md5 uses Gatehouse's md5 tenant (PgBouncer is switched to md5 for it).
 target_of() {
   case $1 in
     direct) port=$GH_PG_PRIMARY_PORT user=$BENCH_OWNER pw=$BENCH_OWNER_PW pid= ;;
     gatehouse) port=$GH_PROXY_PORT user=$BENCH_TENANT pw=$BENCH_TENANT_PW pid=$GH_PROXY_PID ;;
     pgbouncer) port=$PGB_PORT user=$BENCH_OWNER pw=$BENCH_OWNER_PW pid=$PGB_PID ;;
   esac
+  if [ "${2:-}" = connect_md5 ] && [ "$1" = gatehouse ]; then
+    user=$MD5_TENANT
+  fi
+}
+
+# pgbouncer_use_md5: PgBouncer asks clients for md5 (auth_type md5, the
+# password in plain text in its auth_file, which it also uses for SCRAM to
+# the server), for connect_md5. Reloads PgBouncer's configuration.
+pgbouncer_use_md5() {
+  local pdir=$DIR/pgbouncer
+  printf '"%s" "%s"\n' "$BENCH_OWNER" "$BENCH_OWNER_PW" >"$pdir/userlist.txt"
+  sed -i 's/^auth_type = .*/auth_type = md5/' "$pdir/pgbouncer.ini"
+  kill -HUP "$PGB_PID"
+  sleep 0.5
 }
 
 # backend_count TARGET: the bench owner's backends (pg_stat_activity) whose
@@ -115,11 +146,11 @@ run_one() {
   local w=$1 c=$2 target=$3 r=$4 extra=() port user pw pid
   case $w in
     prepared) extra=(-M prepared) ;;
-    connect) extra=(-C) ;;
+    connect | connect_md5) extra=(-C) ;;
   esac
-  target_of "$target"
+  target_of "$target" "$w"
   local f="$DIR/runs/$w-c$c-$target-r$r" cpu0=0 cpu1=0 status tps tx lat secs=$SECS
-  [ "$w" = connect ] || secs=$((SECS + c * CONNECT_MS / 1000))
+  case $w in connect*) ;; *) secs=$((SECS + c * CONNECT_MS / 1000)) ;; esac
   : >"$f.backends"
   [ -n "$pid" ] && cpu0=$(cpu_seconds "$pid")
   sample_backends "$target" "$f.backends" &
@@ -189,12 +220,16 @@ cells=()
 for w in "${WORKLOADS[@]}"; do
   case $w in
     simple | prepared) for c in "${CLIENTS[@]}"; do cells+=("$w $c"); done ;;
-    connect) cells+=("connect $CONNECT_CLIENTS") ;;
-    *) echo "unknown workload $w (simple, prepared, connect)" >&2; exit 2 ;;
+    connect | connect_md5) cells+=("$w $CONNECT_CLIENTS") ;;
+    *) echo "unknown workload $w (simple, prepared, connect, connect_md5)" >&2; exit 2 ;;
   esac
 done
 for cell in "${cells[@]}"; do
   read -r w c <<<"$cell"
+  if [ "$w" = connect_md5 ] && [ "$PGB_AUTH" != md5 ]; then
+    pgbouncer_use_md5
+    PGB_AUTH=md5
+  fi
   for ((r = 1; r <= ROUNDS; r++)); do
     for target in "${TARGETS[@]}"; do
       sleep 1
@@ -210,13 +245,14 @@ label() {
     simple) echo "-S" ;;
     prepared) echo "-S -M prep" ;;
     connect) echo "-S -C" ;;
+    connect_md5) echo "-C md5" ;;
   esac
 }
 
 report() {
   echo
   echo "Transaction mode, pool $POOL, ${SECS}s (+${CONNECT_MS} ms per client for pgbench's initial connections) x $ROUNDS rounds per cell, means"
-  echo "PgBouncer $PGB_VERSION (auth_file: $PGB_AUTH); * = some rounds failed (mean of the others); failed = all rounds failed"
+  echo "PgBouncer $PGB_VERSION (SCRAM, auth_file: $PGB_AUTH_MAIN; -C md5: md5); * = some rounds failed (mean of the others); failed = all rounds failed"
   echo
   echo "Throughput (TPS) and average latency (ms)"
   printf '%-11s %7s | %10s %10s %10s %7s %9s | %8s %8s %8s\n' \
