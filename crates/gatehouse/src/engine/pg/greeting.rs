@@ -13,6 +13,7 @@
 //! `application_name` per connection cannot grow it without bound).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -38,14 +39,19 @@ pub struct Greeting {
 type Startup = Vec<(String, String)>;
 
 struct Entry {
+    pool: PoolKey,
+    startup: Startup,
     greeting: Arc<Greeting>,
     stored: Instant,
 }
 
-/// Cached greetings of one engine instance.
+/// Cached greetings of one engine instance, by a hash of (pool, startup
+/// parameters), so that a login looks one up without building a key; the
+/// entry's own pool and parameters are compared on a hit.
 #[derive(Default)]
 pub struct Greetings {
-    map: Mutex<HashMap<(PoolKey, Startup), Entry>>,
+    map: Mutex<HashMap<u64, Entry>>,
+    hasher: RandomState,
 }
 
 fn startup_key(wanted: &[(String, String)]) -> Startup {
@@ -56,11 +62,33 @@ fn startup_key(wanted: &[(String, String)]) -> Startup {
 }
 
 impl Greetings {
+    fn fingerprint(&self, pool: &PoolKey, wanted: &[(String, String)]) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        pool.hash(&mut h);
+        wanted.len().hash(&mut h);
+        for (k, v) in wanted {
+            for b in k.bytes() {
+                h.write_u8(b.to_ascii_lowercase());
+            }
+            h.write_u8(0xff);
+            v.hash(&mut h);
+        }
+        h.finish()
+    }
+
     /// The cached greeting for these startup parameters on `pool`, if fresh.
     pub fn get(&self, pool: &PoolKey, wanted: &[(String, String)], now: Instant) -> Option<Arc<Greeting>> {
+        let fingerprint = self.fingerprint(pool, wanted);
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = map.get(&(pool.clone(), startup_key(wanted)))?;
-        (now.duration_since(entry.stored) < GREETING_TTL).then(|| entry.greeting.clone())
+        let entry = map.get(&fingerprint)?;
+        let same = entry.pool == *pool
+            && entry.startup.len() == wanted.len()
+            && entry
+                .startup
+                .iter()
+                .zip(wanted)
+                .all(|((ek, ev), (k, v))| ek.eq_ignore_ascii_case(k) && ev == v);
+        (same && now.duration_since(entry.stored) < GREETING_TTL).then(|| entry.greeting.clone())
     }
 
     /// Remembers a greeting; when full, stale entries go first, then any one.
@@ -69,14 +97,16 @@ impl Greetings {
         if map.len() >= MAX_GREETINGS {
             map.retain(|_, e| now.duration_since(e.stored) < GREETING_TTL);
             if map.len() >= MAX_GREETINGS
-                && let Some(k) = map.keys().next().cloned()
+                && let Some(k) = map.keys().next().copied()
             {
                 map.remove(&k);
             }
         }
         map.insert(
-            (pool.clone(), startup_key(wanted)),
+            self.fingerprint(pool, wanted),
             Entry {
+                pool: pool.clone(),
+                startup: startup_key(wanted),
                 greeting: Arc::new(greeting),
                 stored: now,
             },

@@ -281,8 +281,8 @@ async fn admit(
 /// Startup parameters the client asked for, as (name, value) to SET on the
 /// backend: everything but the connection's identity, with `options`
 /// (`-c name=value` / `--name=value`) unpacked.
-pub fn session_parameters(params: &[(String, String)]) -> Result<Vec<(String, String)>, ProxyError> {
-    let mut out = Vec::new();
+pub fn session_parameters(params: Vec<(String, String)>) -> Result<Vec<(String, String)>, ProxyError> {
+    let mut out = Vec::with_capacity(params.len());
     for (k, v) in params {
         match k.as_str() {
             "user" | "database" | "replication" => {}
@@ -309,7 +309,7 @@ pub fn session_parameters(params: &[(String, String)]) -> Result<Vec<(String, St
                     out.push((name.replace('-', "_"), value.to_owned()));
                 }
             }
-            _ => out.push((k.clone(), v.clone())),
+            _ => out.push((k, v)),
         }
     }
     for (name, _) in &out {
@@ -344,8 +344,7 @@ async fn begin(
     cancel: CancelKey<PgCancelTarget>,
 ) -> Result<Option<TxSession>, ProxyError> {
     // Startup parameters matter only until the greeting: not kept.
-    let wanted = session_parameters(&params)?;
-    drop(params);
+    let wanted = session_parameters(params)?;
     let cluster = &endpoint.cluster;
     let backend = core.topology.route(&cluster.name, endpoint.role)?;
     let key = PoolKey {
@@ -473,7 +472,10 @@ async fn greet(
     cancel_secret: u32,
     status: u8,
 ) -> std::io::Result<()> {
-    let mut out = BytesMut::new();
+    // One allocation: AuthenticationOk, BackendKeyData and ReadyForQuery
+    // take 9 + 13 + 6 bytes, each ParameterStatus 7 with its two strings.
+    let size = 28 + params.iter().map(|(n, v)| 7 + n.len() + v.len()).sum::<usize>();
+    let mut out = BytesMut::with_capacity(size);
     messages::put_auth_ok(&mut out);
     for (name, value) in params {
         messages::put_parameter_status(&mut out, name, value);
