@@ -183,8 +183,7 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
         accept_tasks.push(tokio::spawn(admin::serve(listener, state, app.shutdown_tx.subscribe())));
     }
     if let Some(every) = app.settings.proxy.park_idle_after {
-        accept_tasks.push(tokio::spawn(park_sweeps(app.pg.clone(), every)));
-        accept_tasks.push(tokio::spawn(park_sweeps(app.mysql.clone(), every)));
+        accept_tasks.push(tokio::spawn(park_sweeps(app.pg.clone(), app.mysql.clone(), every)));
     }
     drop(drain);
     shutdown.await;
@@ -208,13 +207,15 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
     Ok(())
 }
 
-/// Asks sessions idle for `every` (and up to twice that) to park.
-async fn park_sweeps<E: Engine>(core: Arc<Core<E>>, every: std::time::Duration) {
+/// Asks sessions of both engines idle for `every` (and up to twice that)
+/// to park: one timer for both.
+async fn park_sweeps(pg: Arc<Core<PgEngine>>, mysql: Arc<Core<MyEngine>>, every: std::time::Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        core.cancels.ask_idle_to_park();
+        pg.cancels.ask_idle_to_park();
+        mysql.cancels.ask_idle_to_park();
     }
 }
 
