@@ -42,9 +42,10 @@ const UNKNOWN_OWNER: (u64, u64) = (0, 0);
 /// Backend read-buffer growth step.
 const READ_CHUNK: usize = 32 * 1024;
 
-/// A client buffer larger than this is freed between transactions even
-/// before the session parks (one large result does not stay allocated).
-const KEPT_BUFFER_LIMIT: usize = 64 * 1024;
+/// An outgoing buffer larger than this is freed between transactions even
+/// before the session parks: during a connection storm every session not
+/// yet parked holds its buffers, and that peak stays in the RSS.
+const KEPT_BUFFER_LIMIT: usize = 1024;
 
 /// How [`TxSession::run`] ended.
 pub enum Outcome {
@@ -234,14 +235,16 @@ impl TxSession {
     /// The wait is a hand-written poll: the socket's readiness keeps the
     /// task's waker, the cancel slot keeps it for shutdown (which wakes idle
     /// sessions through the registry), and the future itself is a few
-    /// pointers, so an idle client's task stays small. A session that will
-    /// park keeps its (small) buffers for its next transaction until then,
-    /// rather than allocating them again for each; parking drops them.
+    /// pointers, so an idle client's task stays small. The client read
+    /// buffer (8 KiB once used) is freed; a session that will park keeps its
+    /// small outgoing buffers for its next transaction until then, rather
+    /// than allocating them again for each; parking drops them.
     async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<Waited, End> {
         // Plain sockets park; a TLS session keeps its task (its state is
         // the TLS connection's, far larger than a task anyway).
         let parkable = self.core.parking.is_some() && !client.is_tls();
-        for buf in [&mut self.cbuf, &mut self.to_backend, &mut self.to_client] {
+        self.cbuf = BytesMut::new();
+        for buf in [&mut self.to_backend, &mut self.to_client] {
             if !parkable || buf.capacity() > KEPT_BUFFER_LIMIT {
                 *buf = BytesMut::new();
             }
