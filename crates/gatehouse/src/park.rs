@@ -69,8 +69,6 @@ struct State {
     next_generation: u32,
     /// Idle deadlines, earliest first.
     deadlines: BTreeSet<(Instant, usize)>,
-    /// Tokens whose session was signalled, to resume on the next turn.
-    signalled: Vec<usize>,
     /// The lot's signal waker fired: look at every parked session.
     scan: bool,
     stopped: bool,
@@ -259,7 +257,7 @@ impl ParkingLot {
             _ => false,
         };
         if signalled {
-            state.signalled.push(token);
+            state.scan = true;
         }
         drop(state);
         if signalled || earliest {
@@ -322,8 +320,6 @@ fn watch(lot: &Weak<Inner>, mut poll: Poll) {
             }
             for event in &events {
                 if event.token() == WAKER {
-                    let signalled = std::mem::take(&mut state.signalled);
-                    due.extend(signalled.into_iter().filter_map(|t| state.take(t)).map(|e| (e, false)));
                     if std::mem::take(&mut state.scan) {
                         due.extend(state.take_signalled().into_iter().map(|e| (e, false)));
                     }

@@ -56,17 +56,7 @@ pub async fn fail(core: &Core<MyEngine>, stream: Option<&mut ClientStream>, seq:
 struct Established {
     stream: ClientStream,
     buf: BytesMut,
-    endpoint: Arc<crate::config::EndpointSettings>,
-    tenant: Arc<crate::config::Tenant>,
-    database: Option<String>,
-    caps: u32,
-    collation: u8,
-    cancel: crate::cancel::CancelKey<super::backend::MyCancelTarget>,
-    tenant_slot: Option<tokio::sync::OwnedSemaphorePermit>,
-    peer: std::net::SocketAddr,
-    backend: String,
-    _admission: Option<tokio::sync::OwnedSemaphorePermit>,
-    _drain: crate::app::DrainGuard,
+    start: super::txn::Start,
 }
 
 /// Serves one client connection. Not an `async fn`: its arguments would
@@ -77,33 +67,7 @@ pub fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) -> impl Future<Outpu
     let logging_in = Box::pin(establish(core.clone(), client));
     async move {
         let Some(e) = logging_in.await else { return };
-        let Established {
-            stream,
-            buf,
-            endpoint,
-            tenant,
-            database,
-            caps,
-            collation,
-            cancel,
-            tenant_slot,
-            peer,
-            backend,
-            _admission,
-            _drain,
-        } = *e;
-        let start = super::txn::Start {
-            endpoint,
-            tenant,
-            database,
-            caps,
-            collation,
-            cancel,
-            tenant_slot,
-            peer: peer.ip(),
-            backend,
-            guards: (_admission, _drain),
-        };
+        let Established { stream, buf, start } = *e;
         let session = super::txn::start(core, start);
         super::parked::drive(session, stream, buf).await;
     }
@@ -211,17 +175,18 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
     Some(Box::new(Established {
         stream,
         buf,
-        endpoint,
-        tenant,
-        database,
-        caps,
-        collation: response.charset,
-        cancel,
-        tenant_slot,
-        peer,
-        backend,
-        _admission: admission,
-        _drain: drain,
+        start: super::txn::Start {
+            endpoint,
+            tenant,
+            database,
+            caps,
+            collation: response.charset,
+            cancel,
+            tenant_slot,
+            peer: peer.ip(),
+            backend,
+            guards: (admission, drain),
+        },
     }))
 }
 

@@ -335,9 +335,13 @@ impl Session {
         let mut changes = Vec::new();
         let mut switch_to = None;
         let mut unlocks = false;
-        // The endpoint's `pinning_filter`: variables tracked (replayed) too.
-        let endpoint = self.endpoint.clone();
-        let tracked: Vec<&str> = endpoint.pinning_filter.iter().map(String::as_str).collect();
+        // The endpoint's `pinning_filter`: variables tracked (replayed) too
+        // (usually none: no copy of the endpoint then).
+        let endpoint = (!self.endpoint.pinning_filter.is_empty()).then(|| self.endpoint.clone());
+        let tracked: Vec<&str> = endpoint
+            .iter()
+            .flat_map(|e| e.pinning_filter.iter().map(String::as_str))
+            .collect();
         for stmt in statements {
             match my_sql::classify_with(stmt, dialect, &tracked) {
                 MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
