@@ -161,8 +161,12 @@ fn kill_busy(ctx: &Ctx) -> Result<()> {
         // On the server, the backend connection that ran it ends and its
         // transaction is rolled back.
         let mut su = mysql_async::Conn::new(ctx.superuser_opts()?).await?;
-        // The thread goes at once; under load MariaDB has been seen to keep
-        // the transaction "ROLLING BACK" for over 10 s after it (one row).
+        // The thread goes at once. Its transaction is then rolled back by
+        // the server, which under load has been seen to keep it "ROLLING
+        // BACK" for over 40 s after the thread is gone (one row): that the
+        // server is rolling it back is what the proxy can cause; the row
+        // staying invisible and the next client's clean connection are
+        // checked below.
         let deadline = Instant::now() + Duration::from_secs(40);
         loop {
             let alive: Option<i64> = su
@@ -177,6 +181,16 @@ fn kill_busy(ctx: &Ctx) -> Result<()> {
                 .await?;
             if alive == Some(0) && trx == Some(0) {
                 break;
+            }
+            if alive == Some(0) {
+                let state: Option<String> = su
+                    .query_first(format!(
+                        "SELECT trx_state FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = {backend}"
+                    ))
+                    .await?;
+                if state.as_deref() == Some("ROLLING BACK") {
+                    break;
+                }
             }
             if Instant::now() >= deadline {
                 let state: Option<(String, Option<String>, Option<String>)> = su
