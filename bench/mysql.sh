@@ -208,17 +208,24 @@ report() {
       "$(sum_of "$w" "$t" direct 11)" "$(sum_of "$w" "$t" gatehouse 11)" "$(target_note "$w" "$t" "$ratio")"
   done
   echo
-  echo "CPU seconds per 1,000 queries (proxy, MariaDB, sysbench), machine's busy cores during the runs and their part used by none of the three"
-  printf '%-12s %7s | %7s | %7s %7s | %7s %7s | %5s %5s | %5s %5s\n' \
-    workload threads "proxy" "DB dir" "DB GH" "sb dir" "sb GH" "busyd" "busyG" "othd" "othG"
+  echo "CPU seconds per 1,000 queries (proxy, MariaDB, sysbench), machine's busy cores during the runs and their part used by none of the three;"
+  echo "ceiling: the GH/direct ratio the two runs' machine CPU per query allows when both saturate the cores"
+  echo "((busy cores / QPS) direct over the same through Gatehouse)"
+  printf '%-12s %7s | %7s | %7s %7s | %7s %7s | %5s %5s | %5s %5s | %7s\n' \
+    workload threads "proxy" "DB dir" "DB GH" "sb dir" "sb GH" "busyd" "busyG" "othd" "othG" ceiling
   for cell in "${cells[@]}"; do
     read -r w t <<<"$cell"
-    printf '%-12s %7s | %7s | %7s %7s | %7s %7s | %5s %5s | %5s %5s\n' "$w" "$t" \
+    local ceil
+    ceil=$(awk -v bd="$(mean_of "$w" "$t" direct 15 "%.4f")" -v bg="$(mean_of "$w" "$t" gatehouse 15 "%.4f")" \
+      -v qd="$(mean_of "$w" "$t" direct 8 "%.2f")" -v qg="$(mean_of "$w" "$t" gatehouse 8 "%.2f")" 'BEGIN {
+        sub(/\*$/, "", bd); sub(/\*$/, "", bg); sub(/\*$/, "", qd); sub(/\*$/, "", qg)
+        if (bd > 0 && bg > 0 && qd > 0 && qg > 0) printf "%.2f", (bd / qd) / (bg / qg); else print "-" }')
+    printf '%-12s %7s | %7s | %7s %7s | %7s %7s | %5s %5s | %5s %5s | %7s\n' "$w" "$t" \
       "$(mean_of "$w" "$t" gatehouse 12 "%.4f")" \
       "$(mean_of "$w" "$t" direct 13 "%.4f")" "$(mean_of "$w" "$t" gatehouse 13 "%.4f")" \
       "$(mean_of "$w" "$t" direct 14 "%.4f")" "$(mean_of "$w" "$t" gatehouse 14 "%.4f")" \
       "$(mean_of "$w" "$t" direct 15 "%.2f")" "$(mean_of "$w" "$t" gatehouse 15 "%.2f")" \
-      "$(mean_of "$w" "$t" direct 16 "%.2f")" "$(mean_of "$w" "$t" gatehouse 16 "%.2f")"
+      "$(mean_of "$w" "$t" direct 16 "%.2f")" "$(mean_of "$w" "$t" gatehouse 16 "%.2f")" "$ceil"
   done
   echo "(other: CPU charged to no process, e.g. loopback softirq work that a proxy hop doubles, plus any other process on the machine)"
   echo

@@ -5,8 +5,13 @@
 # transaction mode, same pool size), targets alternated (A B C A B C) over
 # several rounds. Per run: TPS, average latency, the bench owner's backend
 # connections (sampled from pg_stat_activity), the proxy's own CPU per 1,000
-# transactions (from /proc) and the ratios. Then each proxy's memory per idle
-# authenticated client (loadgen idle-clients, VmRSS from /proc).
+# transactions (from /proc) and the ratios, and the whole machine's CPU per
+# 1,000 transactions and busy cores over the run's steady state (from
+# /proc/stat). From those, the ceiling: the GH/PgB throughput a proxy costing
+# no CPU at all could reach with the cores saturated, what bounds any
+# proxy's ratio to PgBouncer on a machine that pgbench and PostgreSQL share.
+# Then each proxy's memory per idle authenticated client (loadgen
+# idle-clients, VmRSS from /proc).
 # Clients authenticate with SCRAM to both proxies, each checking a stored
 # verifier; direct ones with SCRAM to PostgreSQL. connect_md5 is -C again
 # with md5 between client and proxies (Gatehouse: a tenant stored with an
@@ -50,9 +55,11 @@ mkdir -p "$DIR/runs"
 started=$SECONDS
 
 SAMPLER_PID=
+WINDOW_PID=
 LOADGEN_PID=
 cleanup() {
   [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null
+  [ -n "$WINDOW_PID" ] && kill "$WINDOW_PID" 2>/dev/null
   [ -n "$LOADGEN_PID" ] && kill "$LOADGEN_PID" 2>/dev/null
   [ -n "${GH_PROXY_PID:-}" ] && kill "$GH_PROXY_PID" 2>/dev/null
   [ -n "${PGB_PID:-}" ] && kill "$PGB_PID" 2>/dev/null
@@ -140,8 +147,21 @@ sample_backends() {
   done
 }
 
+# machine_window LEAD SECONDS FILE: after LEAD seconds, the machine's busy
+# cores over the next SECONDS (from /proc/stat) into FILE: the steady state
+# of a run, without pgbench's initial connections.
+machine_window() {
+  local lead=$1 win=$2 file=$3 m0 m1
+  sleep "$lead"
+  m0=$(machine_cpu_seconds)
+  sleep "$win"
+  m1=$(machine_cpu_seconds)
+  awk -v a="$m0" -v b="$m1" -v w="$win" 'BEGIN { printf "%.2f\n", (b - a) / w }' >"$file"
+}
+
 # run_one WORKLOAD CLIENTS TARGET ROUND: one pgbench run, appended to $results as
-# "workload clients target round status tps transactions latency_ms backends cpu_s_per_1k_tx".
+# "workload clients target round status tps transactions latency_ms backends
+# cpu_s_per_1k_tx machine_cpu_s_per_1k_tx busy_cores".
 run_one() {
   local w=$1 c=$2 target=$3 r=$4 extra=() port user pw pid
   case $w in
@@ -155,17 +175,28 @@ run_one() {
   [ -n "$pid" ] && cpu0=$(cpu_seconds "$pid")
   sample_backends "$target" "$f.backends" &
   SAMPLER_PID=$!
+  # The steady state: from a second after the initial connections to a
+  # second before the end.
+  local lead=$((secs - SECS + 1)) win=$((SECS > 3 ? SECS - 2 : 1))
+  rm -f "$f.busy"
+  machine_window "$lead" "$win" "$f.busy" &
+  WINDOW_PID=$!
   read -r status tps tx lat < <(pgbench_detail "$f.log" "$port" "$user" "$pw" "$c" "$secs" "${extra[@]}")
   kill "$SAMPLER_PID" 2>/dev/null || true
   wait "$SAMPLER_PID" 2>/dev/null || true
   SAMPLER_PID=
+  wait "$WINDOW_PID" 2>/dev/null || true
+  WINDOW_PID=
+  local busy=- machk=-
+  [ -s "$f.busy" ] && busy=$(cat "$f.busy")
+  [ "$busy" != - ] && machk=$(awk -v b="$busy" -v t="$tps" 'BEGIN { if (t > 0) printf "%.4f", b * 1000 / t; else print "-" }')
   [ -n "$pid" ] && cpu1=$(cpu_seconds "$pid")
   local backends cpuk=-
   backends=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$f.backends")
   [ -n "$pid" ] && cpuk=$(awk -v a="$cpu0" -v b="$cpu1" -v t="$tx" 'BEGIN { if (t > 0) printf "%.4f", (b - a) * 1000 / t; else print "-" }')
-  echo "$w $c $target $r $status $tps $tx $lat $backends $cpuk" >>"$results"
+  echo "$w $c $target $r $status $tps $tx $lat $backends $cpuk $machk $busy" >>"$results"
   if [ "$status" = ok ]; then
-    log "$w clients=$c round=$r $target: $tps tps, ${lat} ms, $backends backends, proxy CPU ${cpuk} s/1000 tx"
+    log "$w clients=$c round=$r $target: $tps tps, ${lat} ms, $backends backends, proxy CPU ${cpuk} s/1000 tx, machine CPU ${machk} s/1000 tx, busy cores $busy"
   else
     log "$w clients=$c round=$r $target: FAILED ($(grep -m1 -i 'error\|abort' "$f.log" || tail -1 "$f.log"))"
   fi
@@ -275,6 +306,22 @@ report() {
     printf '%-11s %7s | %8s %8s %8s | %9s %9s %7s\n' "$(label "$w")" "$c" \
       "$(maxcell "$w" "$c" direct 9)" "$(maxcell "$w" "$c" gatehouse 9)" "$(maxcell "$w" "$c" pgbouncer 9)" \
       "$cg" "$cb" "$(rat "$cg" "$cb")"
+  done
+  echo
+  echo "Machine CPU (s per 1,000 transactions, every process, steady state) and busy cores. ceiling: the GH/PgB"
+  echo "throughput a proxy costing no CPU at all could reach with the cores saturated, pgbench and PostgreSQL"
+  echo "costing what they cost in PgBouncer's runs: machine CPU / (machine CPU - PgBouncer's own)"
+  printf '%-11s %7s | %8s %8s %8s | %6s %6s %6s | %7s\n' workload clients "M dir" "M GH" "M PgB" "busyd" "busyG" "busyB" ceiling
+  for cell in "${cells[@]}"; do
+    read -r w c <<<"$cell"
+    local md mg mb cb ceil
+    md=$(mean_of "$w" "$c" direct 11 "%.4f") mg=$(mean_of "$w" "$c" gatehouse 11 "%.4f") mb=$(mean_of "$w" "$c" pgbouncer 11 "%.4f")
+    cb=$(mean_of "$w" "$c" pgbouncer 10 "%.4f")
+    ceil=$(awk -v m="${mb%\*}" -v p="${cb%\*}" 'BEGIN {
+      if (m ~ /^[0-9.]+$/ && p ~ /^[0-9.]+$/ && m > p) printf "%.2f", m / (m - p); else print "-" }')
+    printf '%-11s %7s | %8s %8s %8s | %6s %6s %6s | %7s\n' "$(label "$w")" "$c" "$md" "$mg" "$mb" \
+      "$(mean_of "$w" "$c" direct 12 "%.2f")" "$(mean_of "$w" "$c" gatehouse 12 "%.2f")" \
+      "$(mean_of "$w" "$c" pgbouncer 12 "%.2f")" "$ceil"
   done
   echo
   echo "Memory with $IDLE idle authenticated clients (VmRSS, KiB)"
