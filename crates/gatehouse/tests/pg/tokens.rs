@@ -6,7 +6,7 @@
 //! message that names neither the token nor the reason; plain text refused
 //! with 28000 unless the endpoint allows it; a tenant's password over TLS.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -19,8 +19,16 @@ use crate::Ctx;
 
 const ISSUER: &str = "gatehouse-test";
 const HS256_SECRET: &[u8] = b"gatehouse-test-shared-secret-0123456789";
-/// The token crate's test-only RSA key pair.
-const RSA_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../token/tests/fixtures");
+/// A file of the token crate's test-only RSA key pair. The package's
+/// directory is read when the test runs (cargo sets it for the test
+/// process): a test binary reused from a build cache shared with another
+/// checkout carries that checkout's directory in `env!`, which may be gone.
+fn rsa_fixture(name: &str) -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("../token/tests/fixtures")
+        .join(name)
+}
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
@@ -40,7 +48,7 @@ pub fn key_files(dir: &Path) -> Result<()> {
     let ed = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519)?;
     std::fs::write(dir.join("token-eddsa.key"), ed.serialize_pem())?;
     // RSA keys cannot be generated with ring: the token crate's test-only pair.
-    let rsa_public = std::fs::read(Path::new(RSA_FIXTURES).join("rsa-test-public.pem"))?;
+    let rsa_public = std::fs::read(rsa_fixture("rsa-test-public.pem"))?;
     let keys = vec![
         jwk_from_public_pem(es.public_key_pem().as_bytes(), Some("es-1"))?,
         jwk_from_public_pem(ed.public_key_pem().as_bytes(), Some("ed-1"))?,
@@ -73,7 +81,7 @@ fn eddsa(ctx: &Ctx) -> Result<IssuingKey> {
 }
 
 fn rs256() -> Result<IssuingKey> {
-    let pem = Path::new(RSA_FIXTURES).join("rsa-test-private.pem");
+    let pem = rsa_fixture("rsa-test-private.pem");
     Ok(IssuingKey::from_pem_file(&pem, Some("rs-1".into()))?)
 }
 
