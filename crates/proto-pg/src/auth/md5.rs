@@ -48,18 +48,28 @@ pub fn md5_verify(stored: &str, salt: [u8; MD5_SALT_LEN], client_response: &[u8]
     let mut h = Md5::new();
     h.update(hex_part.as_bytes());
     h.update(salt);
-    let expected = format!("{MD5_PREFIX}{}", hex_lower(&h.finalize()));
-    bool::from(expected.as_bytes().ct_eq(client_response))
+    // Built on the stack: this runs for every md5 login.
+    let mut expected = [0u8; MD5_PREFIX.len() + MD5_HEX_LEN];
+    expected[..MD5_PREFIX.len()].copy_from_slice(MD5_PREFIX.as_bytes());
+    hex_lower_into(&h.finalize(), &mut expected[MD5_PREFIX.len()..]);
+    bool::from(expected.ct_eq(client_response))
+}
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes `bytes` as lowercase hex into `out` (two digits per byte; `out`
+/// is at least twice as long as `bytes`).
+fn hex_lower_into(bytes: &[u8], out: &mut [u8]) {
+    for (&b, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+        pair[1] = HEX_DIGITS[usize::from(b & 0x0f)];
+    }
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
+    let mut out = vec![0u8; bytes.len() * 2];
+    hex_lower_into(bytes, &mut out);
+    out.into_iter().map(char::from).collect()
 }
 
 #[cfg(test)]
