@@ -87,6 +87,10 @@ fn mysql_backend_connections() -> Result<()> {
         cancel(&env).await.context("cancel")?;
         usable(&env).await.context("is_usable")
     })?;
+    // Stop the servers first: their pid files live in `dir`, and without
+    // them the cluster's drop could not find the servers to stop (they
+    // were left running after every run).
+    drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
