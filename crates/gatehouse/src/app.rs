@@ -44,6 +44,8 @@ pub struct App {
     admin: Option<(TcpListener, SocketAddr)>,
     pg: Arc<Core<PgEngine>>,
     mysql: Arc<Core<MyEngine>>,
+    /// The one parking lot both engines' sessions park in, if parking is on.
+    parking: Option<ParkingLot>,
     reloader: Arc<Reloader>,
     shutdown_tx: watch::Sender<bool>,
 }
@@ -90,7 +92,12 @@ impl App {
             shutdown_rx.clone(),
             parking.clone(),
         ));
-        let mysql = Arc::new(Core::new(settings.clone(), MyEngine::default(), shutdown_rx, parking));
+        let mysql = Arc::new(Core::new(
+            settings.clone(),
+            MyEngine::default(),
+            shutdown_rx,
+            parking.clone(),
+        ));
         let cores: Vec<Arc<dyn CoreView>> = vec![pg.clone(), mysql.clone()];
         let reloader = Arc::new(Reloader::new(settings.source.clone(), cores));
         Ok(App {
@@ -99,6 +106,7 @@ impl App {
             admin,
             pg,
             mysql,
+            parking,
             reloader,
             shutdown_tx,
         })
@@ -178,7 +186,7 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
             endpoints: endpoint_slots,
             reloader: app.reloader.clone(),
             token: app.settings.admin.as_ref().and_then(|a| a.token.clone()),
-            parking: app.pg.parking.clone(),
+            parking: app.parking.clone(),
         });
         accept_tasks.push(tokio::spawn(admin::serve(listener, state, app.shutdown_tx.subscribe())));
     }
@@ -201,7 +209,7 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
     {
         tracing::warn!("shutdown timeout reached with sessions still open");
     }
-    if let Some(lot) = &app.pg.parking {
+    if let Some(lot) = &app.parking {
         lot.stop();
     }
     Ok(())

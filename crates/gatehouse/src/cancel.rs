@@ -261,16 +261,7 @@ impl<T: Clone> CancelRegistry<T> {
     /// Wakes every session waiting idle (see [`CancelSlot::poll_idle`]), so
     /// it looks at the shutdown signal again.
     pub fn wake_idle(&self) {
-        let slots: Vec<Arc<CancelSlot<T>>> = self
-            .map
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .map(|e| e.slot.clone())
-            .collect();
-        for slot in slots {
-            slot.wake_idle();
-        }
+        self.wake_idle_where(|_| true);
     }
 
     /// Runs one parking sweep (see [`CancelSlot::enter_idle`]): a session
@@ -278,15 +269,21 @@ impl<T: Clone> CancelRegistry<T> {
     /// every `park_idle_after`, so a session parks after between one and
     /// two of those of idleness.
     pub fn ask_idle_to_park(&self) {
-        let asked: Vec<Arc<CancelSlot<T>>> = self
+        self.wake_idle_where(CancelSlot::sweep);
+    }
+
+    /// Wakes the idle waiter of every slot `pick` selects (`pick` runs
+    /// under the registry's lock; the wakes after it is released).
+    fn wake_idle_where(&self, pick: impl Fn(&CancelSlot<T>) -> bool) {
+        let picked: Vec<Arc<CancelSlot<T>>> = self
             .map
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .filter(|e| e.slot.sweep())
+            .filter(|e| pick(&e.slot))
             .map(|e| e.slot.clone())
             .collect();
-        for slot in asked {
+        for slot in picked {
             slot.wake_idle();
         }
     }

@@ -15,6 +15,19 @@ pub enum ClientStream {
 }
 
 impl ClientStream {
+    /// A parked session's socket back on the runtime (called in the
+    /// runtime's context); `None`, logged, when it cannot be registered.
+    pub fn resumed(socket: std::net::TcpStream) -> Option<Self> {
+        let peer = socket.peer_addr().ok();
+        match TcpStream::from_std(socket) {
+            Ok(s) => Some(Self::Plain(s)),
+            Err(e) => {
+                tracing::warn!(?peer, error = %e, "session ended: its socket could not be resumed");
+                None
+            }
+        }
+    }
+
     pub fn is_tls(&self) -> bool {
         matches!(self, Self::Tls(_))
     }

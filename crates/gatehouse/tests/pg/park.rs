@@ -181,18 +181,7 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
         ensure!(raw.query("SELECT 'before'").await? == ["before"]);
         own.until_parked(1).await?;
         let addr = own.addr("tx");
-        let _ = own.stop.send(());
-        let f = raw.expect_error(Duration::from_secs(5)).await?;
-        ensure!(f.code == "57P01", "{f:?}");
-        ensure!(raw.closed_within(Duration::from_secs(5)).await);
-        tokio::time::timeout(Duration::from_secs(10), own.proxy)
-            .await
-            .context("run() did not return")???;
-        ensure!(
-            tokio::net::TcpStream::connect(addr).await.is_err(),
-            "still accepting after shutdown"
-        );
-        Ok(())
+        crate::session::shutdown_ends(&mut raw, own.stop, own.proxy, addr).await
     })
 }
 

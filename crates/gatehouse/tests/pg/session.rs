@@ -129,17 +129,28 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
         raw.login(&[("user", "alice"), ("database", "app1")], "alice-pw")
             .await?;
         ensure!(raw.query("SELECT 'before'").await? == ["before"]);
-        let _ = tx.send(());
-        let f = raw.expect_error(Duration::from_secs(5)).await?;
-        ensure!(f.code == "57P01", "{f:?}");
-        ensure!(raw.closed_within(Duration::from_secs(5)).await);
-        tokio::time::timeout(Duration::from_secs(10), proxy)
-            .await
-            .context("run() did not return")???;
-        ensure!(
-            tokio::net::TcpStream::connect(addr).await.is_err(),
-            "still accepting after shutdown"
-        );
-        Ok(())
+        shutdown_ends(&mut raw, tx, proxy, addr).await
     })
+}
+
+/// Stops the proxy through `stop`: the idle client `raw` gets 57P01 and is
+/// closed, `run` returns, and `addr` no longer accepts.
+pub async fn shutdown_ends(
+    raw: &mut Raw,
+    stop: tokio::sync::oneshot::Sender<()>,
+    proxy: tokio::task::JoinHandle<Result<(), gatehouse::AppError>>,
+    addr: std::net::SocketAddr,
+) -> Result<()> {
+    let _ = stop.send(());
+    let f = raw.expect_error(Duration::from_secs(5)).await?;
+    ensure!(f.code == "57P01", "{f:?}");
+    ensure!(raw.closed_within(Duration::from_secs(5)).await);
+    tokio::time::timeout(Duration::from_secs(10), proxy)
+        .await
+        .context("run() did not return")???;
+    ensure!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "still accepting after shutdown"
+    );
+    Ok(())
 }

@@ -83,13 +83,8 @@ impl Parked for Session {
 }
 
 async fn resumed(mut s: Box<Session>, socket: std::net::TcpStream, timed_out: bool) {
-    let peer = socket.peer_addr().ok();
-    let mut stream = match tokio::net::TcpStream::from_std(socket) {
-        Ok(st) => ClientStream::Plain(st),
-        Err(e) => {
-            tracing::warn!(?peer, error = %e, "session ended: its socket could not be resumed");
-            return;
-        }
+    let Some(mut stream) = ClientStream::resumed(socket) else {
+        return;
     };
     if timed_out {
         let e = ProxyError::new(Condition::IdleTimeout, "idle client timeout reached");

@@ -105,13 +105,8 @@ impl Parked for ParkedLive {
 }
 
 async fn resumed(parked: Box<ParkedLive>, socket: std::net::TcpStream, timed_out: bool) {
-    let peer = socket.peer_addr().ok();
-    let mut stream = match tokio::net::TcpStream::from_std(socket) {
-        Ok(s) => ClientStream::Plain(s),
-        Err(e) => {
-            tracing::warn!(?peer, error = %e, "session ended: its socket could not be resumed");
-            return;
-        }
+    let Some(mut stream) = ClientStream::resumed(socket) else {
+        return;
     };
     if timed_out {
         let e = ProxyError::new(
