@@ -21,7 +21,14 @@ fn info(inserts: bool, reads_last_insert_id: bool, reads_diagnostics: bool) -> M
         inserts,
         reads_last_insert_id,
         reads_diagnostics,
+        ..Info::NONE
     })
+}
+
+fn facts(f: impl FnOnce(&mut Info)) -> MyEffect {
+    let mut i = Info::NONE;
+    f(&mut i);
+    MyEffect::Plain(i)
 }
 
 fn check(cases: &[(&str, MyEffect)]) {
@@ -160,7 +167,16 @@ fn info_flags() {
         ("show errors limit 1", info(false, false, true)),
         ("SHOW COUNT(*) WARNINGS", info(false, false, true)),
         ("GET DIAGNOSTICS CONDITION 1 x = MESSAGE_TEXT", info(false, false, true)),
-        ("SELECT ROW_COUNT()", info(false, false, true)),
+        ("SELECT ROW_COUNT()", facts(|i| i.reads_row_count = true)),
+        ("SELECT FOUND_ROWS()", facts(|i| i.reads_found_rows = true)),
+        ("SELECT LAST_INSERT_ID(42)", facts(|i| i.sets_last_insert_id = true)),
+        (
+            "INSERT INTO t (id) VALUES (1) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+            facts(|i| {
+                i.inserts = true;
+                i.sets_last_insert_id = true;
+            }),
+        ),
         (
             "SELECT @@warning_count, @@session.error_count",
             info(false, false, true),
@@ -191,17 +207,11 @@ fn pins() {
         ("DO get_lock('lk', 0)", pin(GetLock)),
         ("SELECT service_get_write_locks('ns', 'l', 0)", pin(GetLock)),
         ("SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 10", pin(FoundRows)),
-        ("SELECT FOUND_ROWS()", pin(FoundRows)),
         ("PREPARE s FROM 'SELECT 1'", pin(Prepare)),
         ("EXECUTE s", pin(Prepare)),
         ("DEALLOCATE PREPARE s", pin(Prepare)),
         ("DROP PREPARE s", pin(Prepare)),
         ("EXECUTE IMMEDIATE 'SELECT 1'", pin(Prepare)),
-        ("SELECT LAST_INSERT_ID(42)", pin(LastInsertId)),
-        (
-            "INSERT INTO t (id) VALUES (1) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
-            pin(LastInsertId),
-        ),
         ("HANDLER t OPEN", pin(Handler)),
         ("handler t read first", pin(Handler)),
         ("CALL p(1)", pin(Call)),
@@ -304,4 +314,39 @@ fn classify_all_splits() {
             })
         ]
     );
+}
+
+#[test]
+fn transaction_boundaries_with_autocommit_off() {
+    use gatehouse_sql::mysql::{TxBoundary, tx_boundary};
+    let cases = [
+        ("SELECT CONNECTION_ID()", TxBoundary::Within),
+        ("INSERT INTO t VALUES (1)", TxBoundary::Within),
+        ("COMMIT", TxBoundary::Ends),
+        ("rollback work", TxBoundary::Ends),
+        ("COMMIT AND CHAIN", TxBoundary::Within),
+        ("ROLLBACK AND CHAIN", TxBoundary::Within),
+        ("ROLLBACK TO SAVEPOINT a", TxBoundary::Within),
+        ("SAVEPOINT a", TxBoundary::Within),
+        ("BEGIN", TxBoundary::Within),
+        ("START TRANSACTION READ ONLY", TxBoundary::Within),
+        ("CREATE TABLE x (a INT)", TxBoundary::Ends),
+        ("CREATE TEMPORARY TABLE x (a INT)", TxBoundary::Within),
+        ("ALTER TABLE x ADD b INT", TxBoundary::Ends),
+        ("DROP TABLE x", TxBoundary::Ends),
+        ("TRUNCATE TABLE x", TxBoundary::Ends),
+        ("RENAME TABLE x TO y", TxBoundary::Ends),
+        ("GRANT SELECT ON x TO u", TxBoundary::Ends),
+        ("ANALYZE TABLE x", TxBoundary::Ends),
+        ("LOCK TABLES x WRITE", TxBoundary::Ends),
+        ("SET time_zone = '+00:00'", TxBoundary::Neutral),
+        ("SET autocommit = 0", TxBoundary::Neutral),
+        ("USE db", TxBoundary::Neutral),
+        ("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", TxBoundary::Neutral),
+        ("SET PASSWORD = PASSWORD('x')", TxBoundary::Ends),
+        ("XA START 'x'", TxBoundary::Within),
+    ];
+    for (sql, want) in cases {
+        assert_eq!(tx_boundary(sql, &classify(sql, D), D), want, "{sql}");
+    }
 }

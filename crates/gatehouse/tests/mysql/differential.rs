@@ -2,9 +2,13 @@
 //! each run a randomized but deterministic (seeded by client index)
 //! sequence of operations — simple queries, prepared statements (binary
 //! protocol), SETs of tracked variables, transactions committed and rolled
-//! back, errors — once directly against the primary and once through the
-//! "small" endpoint (four backend connections). Every client must see
-//! exactly the same results both times: rows, variable values, error numbers.
+//! back, errors, inserts that generate ids (text and prepared) or insert
+//! them explicitly, then `LAST_INSERT_ID()`, `@@identity`,
+//! `@@last_insert_id`, `ROW_COUNT()`, `FOUND_ROWS()` (text and prepared),
+//! `LAST_INSERT_ID(expr)`, with autocommit on and off — once directly
+//! against the primary and once through the "small" endpoint (four backend
+//! connections). Every client must see exactly the same results both times:
+//! rows, variable values, error numbers, the OK packets' ids and counts.
 
 use anyhow::{Context, Result, ensure};
 use mysql_async::prelude::*;
@@ -36,7 +40,33 @@ enum Op {
     DuplicateKey(i64),
     SyntaxError,
     SumInTransaction,
+    /// An INSERT that generates an id, text or prepared.
+    InsertAuto {
+        prepared: bool,
+        v: i64,
+    },
+    /// An INSERT giving the AUTO_INCREMENT column explicitly: its OK
+    /// carries the id, `LAST_INSERT_ID()` does not change.
+    InsertExplicit(i64),
+    /// Reads one of [`PREVIOUS`], text or prepared.
+    ReadPrevious {
+        which: usize,
+        prepared: bool,
+    },
+    /// `SELECT LAST_INSERT_ID(n)`.
+    SetLastInsertId(i64),
+    /// A SELECT with LIMIT, for FOUND_ROWS().
+    SelectLimit,
 }
+
+/// What depends on the previous statement.
+const PREVIOUS: [&str; 5] = [
+    "SELECT LAST_INSERT_ID()",
+    "SELECT @@identity",
+    "SELECT @@last_insert_id",
+    "SELECT ROW_COUNT()",
+    "SELECT FOUND_ROWS()",
+];
 
 const VARS: [(&str, &[&str]); 4] = [
     ("sql_mode", &["'ANSI_QUOTES'", "'STRICT_TRANS_TABLES'", "DEFAULT", "''"]),
@@ -50,7 +80,7 @@ fn generate(client: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(OPS);
     let mut next_id = 1i64;
     for _ in 0..OPS {
-        let op = match rng.gen_range(0..12) {
+        let op = match rng.gen_range(0..17) {
             0 | 1 => {
                 next_id += 1;
                 Op::Insert(next_id, rng.gen_range(0..1000))
@@ -67,6 +97,19 @@ fn generate(client: usize) -> Vec<Op> {
             8 => Op::Commit,
             9 => Op::Rollback,
             10 => Op::DuplicateKey(rng.gen_range(1..=next_id)),
+            11 | 12 => Op::InsertAuto {
+                prepared: rng.gen_bool(0.5),
+                v: rng.gen_range(0..1000),
+            },
+            13 => match rng.gen_range(0..3) {
+                0 => Op::InsertExplicit(rng.gen_range(100_000..200_000)),
+                1 => Op::SetLastInsertId(rng.gen_range(1..1000)),
+                _ => Op::SelectLimit,
+            },
+            14 | 15 => Op::ReadPrevious {
+                which: rng.gen_range(0..PREVIOUS.len()),
+                prepared: rng.gen_bool(0.3),
+            },
             _ => {
                 if rng.gen_bool(0.5) {
                     Op::SyntaxError
@@ -115,6 +158,11 @@ async fn run_client(mut conn: Conn, client: usize, ops: &[Op]) -> Result<Vec<Str
     conn.query_drop(format!("CREATE TABLE {table} (id INT PRIMARY KEY, v INT)"))
         .await?;
     conn.query_drop(format!("INSERT INTO {table} VALUES (1, 0)")).await?;
+    let auto = format!("diffai_{client}");
+    conn.query_drop(format!(
+        "CREATE TABLE {auto} (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)"
+    ))
+    .await?;
     let stmt = conn.prep(format!("SELECT id, v FROM {table} WHERE id = ?")).await?;
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
@@ -134,6 +182,25 @@ async fn run_client(mut conn: Conn, client: usize, ops: &[Op]) -> Result<Vec<Str
             Op::DuplicateKey(id) => rows(conn.query(format!("INSERT INTO {table} VALUES ({id}, 1)")).await),
             Op::SyntaxError => rows(conn.query("SELEC 1").await),
             Op::SumInTransaction => rows(conn.query(format!("SELECT COUNT(*), SUM(v) FROM {table}")).await),
+            Op::InsertAuto { prepared, v } => {
+                let sql = format!("INSERT INTO {auto} (v) VALUES (?)");
+                let r = match prepared {
+                    true => conn.exec_drop(sql, (v,)).await,
+                    false => conn.query_drop(sql.replace('?', &v.to_string())).await,
+                };
+                match r {
+                    Ok(()) => format!("id {:?} rows {}", conn.last_insert_id(), conn.affected_rows()),
+                    Err(e) => rows(Err(e)),
+                }
+            }
+            Op::InsertExplicit(id) => match conn.query_drop(format!("INSERT INTO {auto} VALUES ({id}, 0)")).await {
+                Ok(()) => format!("id {:?} rows {}", conn.last_insert_id(), conn.affected_rows()),
+                Err(e) => rows(Err(e)),
+            },
+            Op::ReadPrevious { which, prepared: true } => rows(conn.exec(PREVIOUS[*which], ()).await),
+            Op::ReadPrevious { which, prepared: false } => rows(conn.query(PREVIOUS[*which]).await),
+            Op::SetLastInsertId(n) => rows(conn.query(format!("SELECT LAST_INSERT_ID({n})")).await),
+            Op::SelectLimit => rows(conn.query(format!("SELECT id FROM {table} ORDER BY id LIMIT 2")).await),
         };
         out.push(format!("{op:?} -> {r}"));
     }
@@ -141,7 +208,7 @@ async fn run_client(mut conn: Conn, client: usize, ops: &[Op]) -> Result<Vec<Str
     conn.query_drop("ROLLBACK").await?;
     let final_rows = rows(conn.query(format!("SELECT id, v FROM {table} ORDER BY id")).await);
     out.push(format!("final -> {final_rows}"));
-    conn.query_drop(format!("DROP TABLE {table}")).await?;
+    conn.query_drop(format!("DROP TABLE {table}, {auto}")).await?;
     conn.disconnect().await?;
     Ok(out)
 }
@@ -175,7 +242,11 @@ fn direct_vs_proxy(ctx: &Ctx) -> Result<()> {
             if let Some(step) = d.iter().zip(p).position(|(a, b)| a != b) {
                 differing += 1;
                 first.get_or_insert_with(|| {
-                    format!("client {client} step {step}: direct {:?}, proxy {:?}", d[step], p[step])
+                    let before = d[step.saturating_sub(8)..step].join("\n  ");
+                    format!(
+                        "client {client} step {step}: direct {:?}, proxy {:?}; the steps before:\n  {before}",
+                        d[step], p[step]
+                    )
                 });
             }
         }

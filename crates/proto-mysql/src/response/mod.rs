@@ -96,6 +96,13 @@ pub struct Done {
     pub session_state_changed: bool,
     /// Number of result sets (with columns) in the reply.
     pub result_sets: u32,
+    /// Some OK in the reply carried a non-zero last-insert-id: a statement
+    /// generated an AUTO_INCREMENT value, inserted one explicitly, or called
+    /// `LAST_INSERT_ID(expr)` (the OK cannot tell which).
+    pub insert_id_seen: bool,
+    /// Rows of the reply's last result, when it was a result set; `None`
+    /// when the last result was an OK (or an error).
+    pub last_rows: Option<u64>,
 }
 
 impl Done {

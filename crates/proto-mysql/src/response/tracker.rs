@@ -45,6 +45,8 @@ pub struct ResponseTracker {
     deprecate_eof: bool,
     state: State,
     done: Done,
+    /// Rows of the result set being read.
+    rows: u64,
 }
 
 impl ResponseTracker {
@@ -65,6 +67,7 @@ impl ResponseTracker {
             deprecate_eof,
             state,
             done: Done::default(),
+            rows: 0,
         }
     }
 
@@ -192,6 +195,7 @@ impl ResponseTracker {
                     return Err(self.unexpected("reading a zero column count", h));
                 }
                 self.done.result_sets += 1;
+                self.rows = 0;
                 self.state = State::ColumnDefs { left: n };
                 Ok(Step::More)
             }
@@ -201,6 +205,7 @@ impl ResponseTracker {
     fn on_row(&mut self, p: &[u8], h: u8) -> Result<Step, ResponseError> {
         if is_eof(p, self.deprecate_eof) {
             let more = self.terminator(p)?;
+            self.done.last_rows = Some(self.rows);
             let status = self.done.status.unwrap_or(0);
             if self.kind == ResponseKind::StmtExecute && status & SERVER_STATUS_CURSOR_EXISTS != 0 {
                 self.done.cursor_opened = true;
@@ -215,12 +220,14 @@ impl ResponseTracker {
         if binary && h != OK_HEADER {
             return Err(self.unexpected("reading binary rows", h));
         }
+        self.rows += 1;
         Ok(Step::More)
     }
 
     fn on_ok(&mut self, p: &[u8]) -> Result<Step, ResponseError> {
         let ok = OkPacket::decode(p, CLIENT_PROTOCOL_41)?;
         self.record_ok(&ok);
+        self.done.last_rows = None;
         if ok.status & SERVER_MORE_RESULTS_EXISTS != 0
             && matches!(self.kind, ResponseKind::ResultSets | ResponseKind::StmtExecute)
         {
@@ -237,6 +244,7 @@ impl ResponseTracker {
         let err = ErrPacket::decode(p)?;
         self.done.error = Some(err.code);
         self.done.ok = None;
+        self.done.last_rows = None;
         Ok(self.finish())
     }
 
@@ -262,6 +270,7 @@ impl ResponseTracker {
     fn record_ok(&mut self, ok: &OkPacket) {
         self.done.status = Some(ok.status);
         self.done.session_state_changed |= ok.status & SERVER_SESSION_STATE_CHANGED != 0;
+        self.done.insert_id_seen |= ok.last_insert_id != 0;
         self.done.ok = Some(OkSummary {
             affected_rows: ok.affected_rows,
             last_insert_id: ok.last_insert_id,

@@ -85,11 +85,7 @@ pub(crate) fn classify_in(stmt: &str, ctx: Ctx<'_>) -> MyEffect {
     let found = scan(stmt, ctx.dialect);
     match (found.pin, effect) {
         (Some(reason), _) => MyEffect::Pin(reason),
-        (None, MyEffect::Plain(info)) => MyEffect::Plain(Info {
-            inserts: info.inserts,
-            reads_last_insert_id: info.reads_last_insert_id || found.info.reads_last_insert_id,
-            reads_diagnostics: info.reads_diagnostics || found.info.reads_diagnostics,
-        }),
+        (None, MyEffect::Plain(info)) => MyEffect::Plain(info.or(found.info)),
         (None, effect) => effect,
     }
 }

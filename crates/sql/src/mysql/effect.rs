@@ -84,12 +84,11 @@ pub enum PinReason {
     GetLock,
     /// Table or instance locks; reported through [`MyEffect::LockTables`].
     LockTables,
-    /// `SQL_CALC_FOUND_ROWS` or `FOUND_ROWS(`.
+    /// `SQL_CALC_FOUND_ROWS`: the row count `FOUND_ROWS()` reads next is
+    /// known only to the server.
     FoundRows,
     /// Text-protocol `PREPARE`, `EXECUTE`, `DEALLOCATE|DROP PREPARE`.
     Prepare,
-    /// `LAST_INSERT_ID(expr)`: sets the session's last insert id.
-    LastInsertId,
     /// `HANDLER t OPEN|READ|CLOSE`.
     Handler,
     /// `SET ROLE ...`.
@@ -112,14 +111,13 @@ pub enum PinReason {
 
 impl PinReason {
     /// Every reason, for metrics registration.
-    pub const ALL: [PinReason; 15] = [
+    pub const ALL: [PinReason; 14] = [
         PinReason::UserVariable,
         PinReason::TemporaryTable,
         PinReason::GetLock,
         PinReason::LockTables,
         PinReason::FoundRows,
         PinReason::Prepare,
-        PinReason::LastInsertId,
         PinReason::Handler,
         PinReason::SetRole,
         PinReason::SetUntracked,
@@ -139,7 +137,6 @@ impl PinReason {
             PinReason::LockTables => "lock_tables",
             PinReason::FoundRows => "found_rows",
             PinReason::Prepare => "prepare",
-            PinReason::LastInsertId => "last_insert_id",
             PinReason::Handler => "handler",
             PinReason::SetRole => "set_role",
             PinReason::SetUntracked => "set_untracked",
@@ -152,16 +149,25 @@ impl PinReason {
     }
 }
 
-/// Informational facts about a plain statement, for keeping a lease across
-/// statements that depend on the previous one's connection.
+/// Informational facts about a plain statement: what it reads of, or does
+/// to, the per-connection results of the statement before it (MySQL
+/// Reference Manual §14.15 "Information Functions"), which the proxy moves
+/// between backend connections.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Info {
     /// `INSERT` / `REPLACE`: may set the connection's `LAST_INSERT_ID()`.
     pub inserts: bool,
     /// Reads `LAST_INSERT_ID()`, `@@last_insert_id` or `@@identity`.
     pub reads_last_insert_id: bool,
+    /// Calls `LAST_INSERT_ID(expr)`, which sets the value the next
+    /// `LAST_INSERT_ID()` returns.
+    pub sets_last_insert_id: bool,
+    /// Calls `ROW_COUNT()`: the previous statement's affected rows.
+    pub reads_row_count: bool,
+    /// Calls `FOUND_ROWS()`: the previous `SELECT`'s row count.
+    pub reads_found_rows: bool,
     /// Reads the previous statement's diagnostics: `SHOW WARNINGS|ERRORS`,
-    /// `SHOW COUNT(*) WARNINGS|ERRORS`, `GET DIAGNOSTICS`, `ROW_COUNT()`,
+    /// `SHOW COUNT(*) WARNINGS|ERRORS`, `GET DIAGNOSTICS`,
     /// `@@warning_count`, `@@error_count`.
     pub reads_diagnostics: bool,
 }
@@ -171,8 +177,23 @@ impl Info {
     pub const NONE: Info = Info {
         inserts: false,
         reads_last_insert_id: false,
+        sets_last_insert_id: false,
+        reads_row_count: false,
+        reads_found_rows: false,
         reads_diagnostics: false,
     };
+
+    /// Both statements' facts.
+    pub fn or(self, o: Info) -> Info {
+        Info {
+            inserts: self.inserts || o.inserts,
+            reads_last_insert_id: self.reads_last_insert_id || o.reads_last_insert_id,
+            sets_last_insert_id: self.sets_last_insert_id || o.sets_last_insert_id,
+            reads_row_count: self.reads_row_count || o.reads_row_count,
+            reads_found_rows: self.reads_found_rows || o.reads_found_rows,
+            reads_diagnostics: self.reads_diagnostics || o.reads_diagnostics,
+        }
+    }
 }
 
 /// What one statement does to session state.

@@ -21,8 +21,16 @@
 //!   [`Dialect::from_sql_mode`]).
 //! * Executable comments (`/*! */`, `/*!NNNNN */`, `/*M! */`) are code,
 //!   whatever their version.
-//! * Implicit commits are not modelled: the proxy takes transaction
-//!   boundaries from the server's `SERVER_STATUS_IN_TRANS` flag.
+//! * Transaction boundaries come from the server's `SERVER_STATUS_IN_TRANS`
+//!   flag, and, with autocommit off (where the flag is set only once a
+//!   table is touched), from [`tx_boundary`], which knows the statements
+//!   that commit implicitly.
+//! * `ROW_COUNT()` and `FOUND_ROWS()` do not pin: the proxy writes the
+//!   previous statement's values into a statement that runs on another
+//!   connection ([`substitute_previous_results`]). `SQL_CALC_FOUND_ROWS`
+//!   pins (`found_rows`): only the server knows that count.
+//! * `LAST_INSERT_ID(expr)` does not pin: it is reported
+//!   ([`Info::sets_last_insert_id`]) and the proxy reads the value back.
 //! * `GET_LOCK(` pins; `RELEASE_LOCK(`, `RELEASE_ALL_LOCKS(`,
 //!   `IS_USED_LOCK(`, `IS_FREE_LOCK(` do not (a session that took a lock
 //!   is already pinned, and releasing one cannot prove none is left).
@@ -37,6 +45,7 @@
 //!   not tracked. Unknown first key words are plain (after the scan).
 
 mod admin;
+mod boundary;
 mod classify;
 mod cursor;
 mod dialect;
@@ -47,10 +56,13 @@ mod lexer_tests;
 mod scan;
 mod set;
 mod split;
+mod substitute;
 mod tx;
 mod vars;
 
+pub use boundary::{TxBoundary, tx_boundary};
 pub use classify::{classify, classify_all, classify_with};
 pub use dialect::Dialect;
 pub use effect::{Info, Kill, MyEffect, PinReason, TxCommand, VarChange};
 pub use split::split_statements;
+pub use substitute::{PreviousResults, substitute_previous_results};

@@ -74,16 +74,14 @@ pub(crate) fn scan(stmt: &str, dialect: Dialect) -> Scan {
                 if is("get_lock") || is("service_get_read_locks") || is("service_get_write_locks") {
                     return pinned(PinReason::GetLock);
                 }
-                if is("found_rows") {
-                    return pinned(PinReason::FoundRows);
-                }
                 if is("last_insert_id") {
                     match after.next().is_some_and(|t| &stmt[t.start..t.end] == ")") {
                         true => out.info.reads_last_insert_id = true,
-                        false => return pinned(PinReason::LastInsertId),
+                        false => out.info.sets_last_insert_id = true,
                     }
                 }
-                out.info.reads_diagnostics |= is("row_count");
+                out.info.reads_found_rows |= is("found_rows");
+                out.info.reads_row_count |= is("row_count");
             }
             _ => {}
         }

@@ -72,6 +72,9 @@ pub struct MyConn {
     pub vars: super::vars::Vars,
     /// Statements prepared on this connection, by query text.
     pub prepared: std::collections::HashMap<Arc<str>, super::stmts::BackendStmt>,
+    /// What `LAST_INSERT_ID()` returns on this connection; `None` when a
+    /// statement may have changed it (see [`super::carry`]).
+    pub last_insert_id: Option<u64>,
 }
 
 impl fmt::Debug for MyConn {
@@ -194,6 +197,7 @@ async fn connect_inner(
         wbuf: BytesMut::new(),
         vars: super::vars::Vars::new(),
         prepared: std::collections::HashMap::new(),
+        last_insert_id: Some(0),
         cancel: MyCancelTarget {
             addr: Arc::from(addr),
             user: Arc::from(user),
@@ -209,10 +213,12 @@ impl MyConn {
         self.server_version.contains("MariaDB")
     }
 
-    /// After COM_RESET_CONNECTION: no variables set, no statements prepared.
+    /// After COM_RESET_CONNECTION: no variables set, no statements prepared,
+    /// `LAST_INSERT_ID()` back to 0.
     pub fn forget_session_state(&mut self) {
         self.vars = super::vars::Vars::new();
         self.prepared.clear();
+        self.last_insert_id = Some(0);
     }
 
     /// Closes one prepared statement (COM_STMT_CLOSE has no reply).

@@ -147,7 +147,7 @@ impl Session {
         self.locked = false;
         self.cursor_open = false;
         self.long_data = false;
-        self.linger = 0;
+        self.carry = super::carry::Carry::default();
         self.in_transaction = false;
         self.vars = self.default_vars.clone();
         self.stmts = Statements::default();

@@ -3,6 +3,7 @@
 //! driven by the SERVER_STATUS_IN_TRANS flag of the server's replies.
 
 pub mod backend;
+mod carry;
 mod cmdloop;
 mod commands;
 pub mod io;

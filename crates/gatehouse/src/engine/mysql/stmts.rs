@@ -18,7 +18,10 @@ use gatehouse_proto_mysql::prepare::StmtPrepareOk;
 use gatehouse_proto_mysql::response::{ResponseKind, ResponseTracker, Step};
 use gatehouse_proto_mysql::stmt_execute::{new_params_bound, param_types, with_param_types};
 
+use gatehouse_sql::mysql::{self as my_sql, Dialect, Info, MyEffect, PinReason, TxBoundary};
+
 use super::backend::MyConn;
+use super::carry::Plan;
 use super::txn::{Fatal, Session};
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
@@ -43,6 +46,38 @@ struct ClientStmt {
     params: u16,
     /// Parameter types from the client's last execute that sent them.
     types: Option<Vec<u8>>,
+    /// What each execute does, from the statement's text.
+    facts: Facts,
+}
+
+/// What executing a prepared statement does to session state, classified
+/// once when it is prepared.
+#[derive(Debug, Clone, Copy)]
+struct Facts {
+    info: Info,
+    boundary: TxBoundary,
+    /// Why executing it pins the session, if it does.
+    pin: Option<&'static str>,
+}
+
+impl Facts {
+    fn of(sql: &str, dialect: Dialect) -> Facts {
+        let effect = my_sql::classify(sql, dialect);
+        let info = match &effect {
+            MyEffect::Plain(info) => *info,
+            _ => Info::NONE,
+        };
+        let pin = match &effect {
+            MyEffect::Set(_) => Some(PinReason::SetExpression.code()),
+            MyEffect::Use(_) | MyEffect::Kill(_) | MyEffect::KillUnsupported => Some(PinReason::Unrecognized.code()),
+            e => e.pin_reason().map(PinReason::code),
+        };
+        Facts {
+            info,
+            boundary: my_sql::tx_boundary(sql, &effect, dialect),
+            pin,
+        }
+    }
 }
 
 /// A client's statements by the ids the proxy gave it.
@@ -107,7 +142,7 @@ pub async fn command(s: &mut Session, stream: &mut ClientStream, payload: &[u8])
         let msg = format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute");
         return s.error(stream, 1, errors::ER_UNKNOWN_STMT_HANDLER, &msg).await;
     };
-    let (sql, params) = (stmt.sql.clone(), stmt.params);
+    let (sql, params, facts) = (stmt.sql.clone(), stmt.params, stmt.facts);
     match payload[0] {
         COM_STMT_CLOSE => {
             s.stmts.by_id.remove(&id);
@@ -146,12 +181,13 @@ pub async fn command(s: &mut Session, stream: &mut ClientStream, payload: &[u8])
             }
             Ok(())
         }
-        _ => execute(s, stream, payload, id, sql, params).await,
+        _ => execute(s, stream, payload, id, sql, params, facts).await,
     }
 }
 
 async fn prepare(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
     let sql: Arc<str> = String::from_utf8_lossy(&payload[1..]).into();
+    let facts = Facts::of(&sql, s.dialect());
     s.stmts.next_id = s.stmts.next_id.wrapping_add(1).max(1);
     let client_id = s.stmts.next_id;
     // Already prepared on the connection serving the client: answered from
@@ -181,6 +217,7 @@ async fn prepare(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> 
                 sql,
                 params,
                 types: None,
+                facts,
             },
         );
         return Ok(());
@@ -196,6 +233,7 @@ async fn prepare(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> 
                 sql: sql.clone(),
                 params: ok.num_params,
                 types: None,
+                facts,
             },
         );
         if let Some(lease) = s.lease.as_mut() {
@@ -218,7 +256,24 @@ async fn execute(
     id: u32,
     sql: Arc<str>,
     params: u16,
+    facts: Facts,
 ) -> Result<(), Fatal> {
+    if let Some(reason) = facts.pin {
+        s.pin(reason);
+    }
+    s.carry.touches_last_insert_id = super::txn::touches_last_insert_id(&facts.info);
+    // ROW_COUNT() / FOUND_ROWS() read on another connection than the one
+    // that ran the previous statement: a variant of the statement with the
+    // values written in runs instead (prepared on that connection by its
+    // own text).
+    let sql = match facts.info.reads_row_count || facts.info.reads_found_rows {
+        true => {
+            let lid_moves = super::txn::touches_last_insert_id(&facts.info) && s.last_insert_id_differs();
+            let leased = s.lease.is_some() && !lid_moves;
+            my_sql::substitute_previous_results(&sql, s.dialect(), s.carry.substitutions(leased)).map_or(sql, Arc::from)
+        }
+        false => sql,
+    };
     let Some(b) = prepared(s, stream, &sql, true).await? else {
         return Ok(());
     };
@@ -255,6 +310,9 @@ async fn execute(
         entry.types_sent = types_sent;
     }
     s.long_data = false;
+    let mut plan = Plan::default();
+    plan.push(facts.info, facts.boundary, false);
+    s.plan = plan;
     if let Some(done) = s.forward(stream, &p).await? {
         s.cursor_open = done.cursor_opened;
     }

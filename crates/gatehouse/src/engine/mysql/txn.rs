@@ -1,9 +1,11 @@
 //! The MySQL command loop with transaction pooling: a client holds a
-//! backend connection only while the server reports a transaction open
-//! (SERVER_STATUS_IN_TRANS), while it holds state that cannot move
-//! (pinned, with a recorded reason; LOCK TABLES until UNLOCK; an open
-//! cursor; long data sent for an execute), or for a few commands after an
-//! INSERT so `LAST_INSERT_ID()` still answers. Tracked variables are
+//! backend connection only while its transaction is open (the server's
+//! SERVER_STATUS_IN_TRANS, or with autocommit off from the first statement
+//! to its end), while it holds state that cannot move (pinned, with a
+//! recorded reason; LOCK TABLES until UNLOCK; an open cursor; long data
+//! sent for an execute), or until the next command after a statement with
+//! warnings. `LAST_INSERT_ID()`, `ROW_COUNT()` and `FOUND_ROWS()` move
+//! with the client ([`super::carry`]). Tracked variables are
 //! replayed on whichever connection serves the client; prepared statements
 //! get proxy-owned ids and are prepared lazily on each backend connection
 //! (see [`super::stmts`]). This file holds the session, its leases and the
@@ -18,11 +20,12 @@ use gatehouse_proto_mysql::errors::{self, MyError};
 use gatehouse_proto_mysql::frame;
 use gatehouse_proto_mysql::packets::{OK_HEADER, OkPacket};
 use gatehouse_proto_mysql::response::{Done, ResponseKind, ResponseTracker, Step};
-use gatehouse_sql::mysql::{self as my_sql, Dialect, MyEffect};
+use gatehouse_sql::mysql::{self as my_sql, Dialect, Info, MyEffect, TxBoundary, VarChange};
 use tokio::io::AsyncWriteExt;
 
 use super::MyEngine;
 use super::backend::{MyCancelTarget, MyConn};
+use super::carry::{Carry, Plan};
 use super::io::{fill, put_packet, write_packet};
 use super::session::err_payload;
 use super::stmts::Statements;
@@ -37,11 +40,6 @@ use crate::core::Core;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
-
-/// Commands after an INSERT for which the lease is kept, so that
-/// `LAST_INSERT_ID()` (and `ROW_COUNT()`, `SHOW WARNINGS`) read the
-/// connection that ran it.
-pub const LINGER_AFTER_INSERT: u8 = 3;
 
 /// Collation backend connections are opened with (utf8mb4_general_ci).
 pub(super) const BACKEND_COLLATION: u8 = 45;
@@ -90,7 +88,10 @@ pub struct Session {
     pub(super) locked: bool,
     pub cursor_open: bool,
     pub long_data: bool,
-    pub(super) linger: u8,
+    /// What moves from one statement to the next across connections.
+    pub(super) carry: Carry,
+    /// The running command's plan, applied to its reply.
+    pub(super) plan: Plan,
     pub(super) in_transaction: bool,
     pub(super) status: u16,
     pub(super) vars: Vars,
@@ -135,7 +136,8 @@ pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
         locked: false,
         cursor_open: false,
         long_data: false,
-        linger: 0,
+        carry: Carry::default(),
+        plan: Plan::default(),
         in_transaction: false,
         status: SERVER_STATUS_AUTOCOMMIT,
         default_vars: vars.clone(),
@@ -192,17 +194,17 @@ impl Session {
 
     /// Gives the lease back unless something holds it.
     pub(super) async fn settle(&mut self) {
-        self.linger = self.linger.saturating_sub(1);
         let keep = self.pinned.is_some()
             || self.in_transaction
+            || self.carry.holds()
             || self.locked
             || self.cursor_open
-            || self.long_data
-            || self.linger > 0;
-        if keep {
+            || self.long_data;
+        if keep || !self.take_last_insert_id().await {
             return;
         }
         if let Some(lease) = self.lease.take() {
+            self.carry.lease_changed();
             self.cancel.slot.set(None);
             if self.discard {
                 self.discard = false;
@@ -217,10 +219,20 @@ impl Session {
     /// also rolls back an open transaction) before it serves anyone else.
     pub(super) async fn finish(&mut self) {
         self.cancel.slot.set(None);
-        if let Some(lease) = self.lease.take() {
+        if let Some(mut lease) = self.lease.take() {
+            // A connection whose LAST_INSERT_ID() is not known is reset
+            // (which zeroes it) rather than read.
+            let unknown_id = lease.conn().last_insert_id.is_none();
             if self.discard {
                 drop(lease);
-            } else if self.pinned.is_some() || self.in_transaction || self.locked || self.cursor_open || self.long_data
+            } else if unknown_id
+                || self.pinned.is_some()
+                || self.in_transaction
+                || self.carry.autocommit_txn
+                || self.carry.next_txn
+                || self.locked
+                || self.cursor_open
+                || self.long_data
             {
                 lease.release().await;
             } else {
@@ -229,10 +241,20 @@ impl Session {
         }
     }
 
+    /// Whether the lease's connection holds a known `LAST_INSERT_ID()` other
+    /// than the session's (a statement reading it must bring the session's).
+    pub(super) fn last_insert_id_differs(&mut self) -> bool {
+        let want = self.carry.last_insert_id;
+        self.lease
+            .as_mut()
+            .is_some_and(|l| l.conn().last_insert_id.is_some_and(|v| v != want))
+    }
+
     /// Discards the lease's connection (broken, or mid-reply).
     pub fn drop_lease(&mut self) {
         self.cancel.slot.set(None);
         self.lease = None;
+        self.carry.lease_changed();
     }
 
     /// Borrows a connection if the session has none, and brings its
@@ -242,6 +264,10 @@ impl Session {
             let mut lease = self.pool.lease_for(self.cap.as_ref()).await?;
             self.cancel.slot.set(Some(lease.conn().cancel.clone()));
             self.lease = Some(lease);
+            self.carry.lease_changed();
+        }
+        if std::mem::take(&mut self.carry.touches_last_insert_id) {
+            self.bring_last_insert_id().await?;
         }
         let Some(lease) = self.lease.as_mut() else {
             return Err(ProxyError::new(Condition::Internal, "no backend connection"));
@@ -250,6 +276,7 @@ impl Session {
         if let Some(sql) = self.vars.replay_sql(&conn.vars, conn.is_mariadb()) {
             conn.query(&sql).await?;
             conn.vars = self.vars.clone();
+            self.carry.lease_changed();
         }
         Ok(conn)
     }
@@ -284,12 +311,19 @@ impl Session {
             Ok(()) => relay(conn, stream, kind, client_id, capture).await,
             Err(e) => Err(Relay::Backend(e.to_string(), false)),
         };
+        let plan = std::mem::take(&mut self.plan);
         match done {
             Ok(d) => {
                 if let Some(status) = d.status {
                     self.status = status;
                     self.in_transaction = status & SERVER_STATUS_IN_TRANS != 0;
                 }
+                if (d.insert_id_seen || plan.info.sets_last_insert_id)
+                    && let Some(lease) = self.lease.as_mut()
+                {
+                    lease.conn().last_insert_id = None;
+                }
+                self.carry.after_reply(payload[0], &plan, &d);
                 Ok(Some(d))
             }
             Err(Relay::Client(e)) => {
@@ -342,8 +376,34 @@ impl Session {
             .iter()
             .flat_map(|e| e.pinning_filter.iter().map(String::as_str))
             .collect();
-        for stmt in statements {
-            match my_sql::classify_with(stmt, dialect, &tracked) {
+        let mut plan = Plan::default();
+        let mut first = Info::NONE;
+        // A procedure may insert or read LAST_INSERT_ID().
+        let mut call = false;
+        // Transaction boundaries matter only with autocommit off (or about
+        // to be): the classifier's key-word look-up is skipped otherwise.
+        let mut boundaries = self.status & SERVER_STATUS_AUTOCOMMIT == 0;
+        for (i, stmt) in statements.iter().enumerate() {
+            let effect = my_sql::classify_with(stmt, dialect, &tracked);
+            let info = match &effect {
+                MyEffect::Plain(info) => *info,
+                _ => Info::NONE,
+            };
+            if i == 0 {
+                first = info;
+            }
+            let sets_autocommit = matches!(&effect, MyEffect::Set(c) if c.iter().any(changes_autocommit));
+            boundaries |= sets_autocommit;
+            let boundary = match boundaries {
+                // Switching autocommit commits; with it off, no transaction
+                // is open until the next statement.
+                true if sets_autocommit => TxBoundary::Ends,
+                true => my_sql::tx_boundary(stmt, &effect, dialect),
+                false => TxBoundary::Within,
+            };
+            plan.push(info, boundary, effect == MyEffect::NextTransaction);
+            call |= effect == MyEffect::Pin(my_sql::PinReason::Call);
+            match effect {
                 MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
                 MyEffect::Kill(_) | MyEffect::KillUnsupported => {
                     let msg = "only a single KILL [CONNECTION | QUERY] <connection id> is supported through the proxy";
@@ -368,13 +428,35 @@ impl Session {
                     self.locked = true;
                 }
                 MyEffect::UnlockTables => unlocks = true,
-                MyEffect::Plain(info) if info.inserts => self.linger = LINGER_AFTER_INSERT + 1,
                 _ => {}
             }
         }
         if let Some(db) = &switch_to {
             self.use_database(db, statements.len() == 1);
         }
+        // ROW_COUNT() / FOUND_ROWS() in the first statement read the
+        // previous one's results: written in when another connection ran it.
+        let rewritten = (first.reads_row_count || first.reads_found_rows)
+            .then(|| {
+                let lid_moves = touches_last_insert_id(&plan.info) && self.last_insert_id_differs();
+                let leased = self.lease.is_some() && !lid_moves;
+                {
+                    let stmt = statements[0];
+                    let at = stmt.as_ptr() as usize - sql.as_ptr() as usize;
+                    my_sql::substitute_previous_results(stmt, dialect, self.carry.substitutions(leased)).map(|s| {
+                        let mut p = Vec::with_capacity(sql.len() + 64);
+                        p.push(COM_QUERY);
+                        p.extend_from_slice(&sql.as_bytes()[..at]);
+                        p.extend_from_slice(s.as_bytes());
+                        p.extend_from_slice(&sql.as_bytes()[at + stmt.len()..]);
+                        p
+                    })
+                }
+            })
+            .flatten();
+        let payload = rewritten.as_deref().unwrap_or(payload);
+        self.carry.touches_last_insert_id = touches_last_insert_id(&plan.info) || call;
+        self.plan = plan;
         let Some(done) = self.forward(stream, payload).await? else {
             return Ok(());
         };
@@ -440,6 +522,18 @@ impl Session {
         let _ = self.send(stream, seq, &err_payload(err, message)).await;
         Ok(())
     }
+}
+
+/// Whether a statement reads `LAST_INSERT_ID()` or may change it (an
+/// insert may generate an id, or insert one explicitly, which leaves it
+/// as it was: the connection must hold the session's value before).
+pub(super) fn touches_last_insert_id(info: &Info) -> bool {
+    info.reads_last_insert_id || info.inserts || info.sets_last_insert_id
+}
+
+/// Whether a tracked change switches `autocommit`.
+fn changes_autocommit(c: &VarChange) -> bool {
+    matches!(c, VarChange::Set { name, .. } | VarChange::Reset { name } if name == "autocommit")
 }
 
 /// ER_PARSE_ERROR (1064, 42000): what the server answers a multi-statement

@@ -1,0 +1,130 @@
+//! Moving `ROW_COUNT()` and `FOUND_ROWS()` to another backend connection:
+//! both read what the *previous* statement left on the connection that ran
+//! it (MySQL Reference Manual §14.15 "Information Functions"). When the
+//! statement that reads them runs on another connection, the proxy, which
+//! saw the previous statement's reply (its OK packet's affected rows, or
+//! the rows of its result set), writes the value into the text instead.
+//! A call that is a whole select item with no alias keeps its column name
+//! (MySQL names such a column by the expression's text).
+
+use super::Dialect;
+use super::lexer::{Kind, Lexer, Token};
+
+/// The previous statement's results, as the proxy saw them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreviousResults {
+    /// What `ROW_COUNT()` returns: affected rows of an OK, -1 after a
+    /// result set or an error (`None`: leave the calls alone).
+    pub row_count: Option<i64>,
+    /// What `FOUND_ROWS()` returns: rows of the last result set (`None`:
+    /// leave the calls alone).
+    pub found_rows: Option<u64>,
+}
+
+/// `stmt` with every `ROW_COUNT()` and `FOUND_ROWS()` call replaced by its
+/// value in `prev`, where that value is given; `None` if nothing was replaced.
+pub fn substitute_previous_results(stmt: &str, dialect: Dialect, prev: PreviousResults) -> Option<String> {
+    let toks: Vec<Token> = Lexer::new(stmt, dialect).collect();
+    let text = |t: &Token| &stmt[t.start..t.end];
+    let mut out = String::with_capacity(stmt.len() + 32);
+    let mut copied = 0;
+    let mut i = 0;
+    let mut changed = false;
+    while i < toks.len() {
+        let t = toks[i];
+        let call = t.kind == Kind::Word
+            && toks.get(i + 1).is_some_and(|n| text(n) == "(")
+            && toks.get(i + 2).is_some_and(|n| text(n) == ")");
+        let value = match call {
+            true if text(&t).eq_ignore_ascii_case("row_count") => prev.row_count.map(|v| v.to_string()),
+            true if text(&t).eq_ignore_ascii_case("found_rows") => prev.found_rows.map(|v| v.to_string()),
+            _ => None,
+        };
+        let Some(value) = value else {
+            i += 1;
+            continue;
+        };
+        let end = toks[i + 2].end;
+        out.push_str(&stmt[copied..t.start]);
+        let before = i.checked_sub(1).map(|j| text(&toks[j]));
+        let after = toks.get(i + 3).map(text);
+        let item_start = before.is_some_and(|b| b == "," || b.eq_ignore_ascii_case("select"));
+        let item_end = after.is_none_or(|a| {
+            a == ","
+                || a == ";"
+                || ["from", "into", "union", "limit"]
+                    .iter()
+                    .any(|k| a.eq_ignore_ascii_case(k))
+        });
+        if item_start && item_end {
+            let name = stmt[t.start..end].replace('`', "``");
+            out.push_str(&format!("{value} AS `{name}`"));
+        } else {
+            out.push_str(&format!("({value})"));
+        }
+        copied = end;
+        changed = true;
+        i += 3;
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&stmt[copied..]);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PREV: PreviousResults = PreviousResults {
+        row_count: Some(3),
+        found_rows: Some(7),
+    };
+
+    fn sub(s: &str) -> Option<String> {
+        substitute_previous_results(s, Dialect::DEFAULT, PREV)
+    }
+
+    #[test]
+    fn select_items_keep_their_column_names() {
+        assert_eq!(sub("SELECT ROW_COUNT()").as_deref(), Some("SELECT 3 AS `ROW_COUNT()`"));
+        assert_eq!(
+            sub("select found_rows(), row_count ( )").as_deref(),
+            Some("select 7 AS `found_rows()`, 3 AS `row_count ( )`")
+        );
+        assert_eq!(
+            sub("SELECT ROW_COUNT() FROM dual").as_deref(),
+            Some("SELECT 3 AS `ROW_COUNT()` FROM dual")
+        );
+    }
+
+    #[test]
+    fn calls_inside_expressions_become_literals() {
+        assert_eq!(sub("SELECT ROW_COUNT() + 1").as_deref(), Some("SELECT (3) + 1"));
+        assert_eq!(sub("SELECT ROW_COUNT() AS n").as_deref(), Some("SELECT (3) AS n"));
+        assert_eq!(
+            sub("INSERT INTO log VALUES (ROW_COUNT())").as_deref(),
+            Some("INSERT INTO log VALUES ((3))")
+        );
+    }
+
+    #[test]
+    fn strings_comments_and_other_names_are_left_alone() {
+        assert_eq!(sub("SELECT 'ROW_COUNT()' /* FOUND_ROWS() */"), None);
+        assert_eq!(sub("SELECT row_count FROM t"), None);
+        assert_eq!(sub("SELECT my_row_count()"), None);
+    }
+
+    #[test]
+    fn negative_row_count() {
+        let p = PreviousResults {
+            row_count: Some(-1),
+            found_rows: None,
+        };
+        assert_eq!(
+            substitute_previous_results("SELECT ROW_COUNT(), FOUND_ROWS()", Dialect::DEFAULT, p).as_deref(),
+            Some("SELECT -1 AS `ROW_COUNT()`, FOUND_ROWS()")
+        );
+    }
+}
