@@ -386,6 +386,7 @@ async fn prepared(
             Ok(None)
         }
         Err(detail) => {
+            tracing::warn!(tenant = %s.tenant.name, cause = %detail, "backend connection lost under a lease (preparing)");
             s.drop_lease();
             let e = crate::error::ProxyError::new(
                 crate::error::Condition::BackendUnavailable,

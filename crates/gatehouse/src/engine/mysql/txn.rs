@@ -335,6 +335,13 @@ impl Session {
                 ))
             }
             Err(Relay::Backend(detail, replied)) => {
+                tracing::warn!(
+                    tenant = %self.tenant.name,
+                    backend = %self.backend,
+                    in_transaction = self.in_transaction,
+                    cause = %detail,
+                    "backend connection lost under a lease"
+                );
                 self.drop_lease();
                 let e = ProxyError::new(Condition::BackendUnavailable, "Lost connection to the database server")
                     .with_detail(detail);

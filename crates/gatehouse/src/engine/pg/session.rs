@@ -400,6 +400,7 @@ async fn run_session(
     let target = cancel.slot.get();
     cancel.slot.set(None);
     if let End::BackendGone(detail) = &end {
+        tracing::warn!(backend = %lease.pool().key().backend, cause = %detail, "backend connection lost under a session-mode lease");
         drop(lease);
         if relay.client_mid_output() {
             // An error cannot be framed into a half-sent message: just close.

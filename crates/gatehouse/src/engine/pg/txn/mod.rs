@@ -206,6 +206,19 @@ impl TxSession {
             }
         };
         tracing::debug!(session = self.session_id, ?end, pinned = ?self.pinned, "transaction-mode session ended");
+        if let End::BackendGone(cause) = &end {
+            let key = self.pool.key();
+            tracing::warn!(
+                session = self.session_id,
+                backend = %key.backend,
+                user = %key.user,
+                database = %key.database,
+                leased = self.lease.is_some(),
+                in_transaction = %char::from(self.status),
+                cause = %cause,
+                "backend connection lost under a lease"
+            );
+        }
         self.cancel.slot.set(None);
         let idle = self.queue.is_empty() && self.b_remaining == 0;
         if let Some(lease) = self.lease.take() {
