@@ -17,7 +17,11 @@
 #   BENCH_SECONDS=5 BENCH_ROUNDS=1 BENCH_THREADS="8 64" bench/mysql.sh
 #   BENCH_WORKLOADS="connect" BENCH_CONNECT_CLIENTS=100 bench/mysql.sh
 #
-# Knobs: BENCH_WORKLOADS (point_select read_only connect), BENCH_THREADS,
+# `insert` (sysbench oltp_insert: autocommit INSERTs into AUTO_INCREMENT
+# tables) measures what moving LAST_INSERT_ID() costs: the id read back
+# before a lease returns, and the session's id set on a connection last
+# used by another client.
+# Knobs: BENCH_WORKLOADS (point_select read_only connect; also insert), BENCH_THREADS,
 # BENCH_CONNECT_CLIENTS (50), BENCH_SECONDS (10), BENCH_ROUNDS (2),
 # BENCH_POOL (20), BENCH_TABLES / BENCH_TABLE_SIZE (4 x 10,000 rows),
 # BENCH_PS_MODE (sysbench --db-ps-mode: auto = binary prepared statements,
@@ -58,8 +62,8 @@ trap cleanup EXIT
 
 for w in "${WORKLOADS[@]}"; do
   case $w in
-    point_select | read_only | connect) ;;
-    *) echo "unknown workload $w (point_select, read_only, connect)" >&2; exit 2 ;;
+    point_select | read_only | insert | connect) ;;
+    *) echo "unknown workload $w (point_select, read_only, insert, connect)" >&2; exit 2 ;;
   esac
 done
 
@@ -103,6 +107,7 @@ script_of() {
   case $1 in
     point_select) echo oltp_point_select ;;
     read_only) echo oltp_read_only ;;
+    insert) echo oltp_insert ;;
     connect) echo "$PWD/bench/mysql-connect.lua" ;;
   esac
 }

@@ -86,10 +86,12 @@ impl<E: Engine> Core<E> {
     pub fn reload(&self, settings: &Settings) {
         self.tenants.replace(settings.tenants.clone());
         self.limits.retain_tenants(|name| settings.tenants.contains_key(name));
-        // Pools in use take the new credentials of their backend user now:
-        // sessions that logged in before the reload keep working.
+        // Pools in use take the new credentials of their own secret now
+        // (by its name: two secrets may share a backend user name, say one
+        // for a PostgreSQL and one for a MariaDB cluster): sessions that
+        // logged in before the reload keep working.
         for pool in self.pools.all() {
-            if let Some(secret) = settings.secrets.values().find(|s| s.user == pool.key().user)
+            if let Some(secret) = settings.secrets.get(&pool.secret_name())
                 && pool.rotate(secret)
             {
                 tracing::info!(user = %pool.key().user, database = %pool.key().database, "backend credentials rotated");

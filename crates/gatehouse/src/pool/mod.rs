@@ -79,6 +79,11 @@ impl<E: Engine> Pool<E> {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// The name of the secret whose credentials this pool's connections use.
+    pub fn secret_name(&self) -> String {
+        self.secret.lock().unwrap_or_else(PoisonError::into_inner).name.clone()
+    }
+
     /// Uses `secret` for new connections if its user or password differ
     /// from the current one; returns whether they did.
     pub fn rotate(&self, secret: &Arc<Secret>) -> bool {
