@@ -12,7 +12,9 @@ BENCH_TENANT_PW=bench-tenant-pw
 build_release() {
   log "cargo build --release"
   cargo build --release --quiet -p gatehouse -p gatehouse-testkit -p gatehouse-loadgen
-  GATEHOUSE="$CARGO_TARGET_DIR/release/gatehouse"
+  # GH_GATEHOUSE_BIN: another build of the proxy to measure (say, the
+  # commit before a change), with this checkout's scripts and tools.
+  GATEHOUSE="${GH_GATEHOUSE_BIN:-$CARGO_TARGET_DIR/release/gatehouse}"
   TESTKIT="$CARGO_TARGET_DIR/release/gatehouse-testkit"
   LOADGEN="$CARGO_TARGET_DIR/release/gatehouse-loadgen"
 }

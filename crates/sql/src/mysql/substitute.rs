@@ -1,9 +1,10 @@
-//! Moving `ROW_COUNT()` and `FOUND_ROWS()` to another backend connection:
-//! both read what the *previous* statement left on the connection that ran
-//! it (MySQL Reference Manual §14.15 "Information Functions"). When the
-//! statement that reads them runs on another connection, the proxy, which
-//! saw the previous statement's reply (its OK packet's affected rows, or
-//! the rows of its result set), writes the value into the text instead.
+//! Moving `ROW_COUNT()`, `FOUND_ROWS()` and `LAST_INSERT_ID()` (with
+//! `@@identity`, `@@last_insert_id`) to another backend connection: they
+//! read what earlier statements left on the connection that ran them (MySQL
+//! Reference Manual §14.15 "Information Functions"). When the statement
+//! that reads them runs on another connection, the proxy, which saw the
+//! earlier replies (an OK packet's affected rows, the rows of a result
+//! set, the ids), writes the value into the text instead.
 //! A call that is a whole select item with no alias keeps its column name
 //! (MySQL names such a column by the expression's text).
 
@@ -19,6 +20,9 @@ pub struct PreviousResults {
     /// What `FOUND_ROWS()` returns: rows of the last result set (`None`:
     /// leave the calls alone).
     pub found_rows: Option<u64>,
+    /// What `LAST_INSERT_ID()`, `@@identity` and `@@last_insert_id` return
+    /// (`None`: leave them alone).
+    pub last_insert_id: Option<u64>,
 }
 
 /// `stmt` with every `ROW_COUNT()` and `FOUND_ROWS()` call replaced by its
@@ -35,19 +39,27 @@ pub fn substitute_previous_results(stmt: &str, dialect: Dialect, prev: PreviousR
         let call = t.kind == Kind::Word
             && toks.get(i + 1).is_some_and(|n| text(n) == "(")
             && toks.get(i + 2).is_some_and(|n| text(n) == ")");
-        let value = match call {
-            true if text(&t).eq_ignore_ascii_case("row_count") => prev.row_count.map(|v| v.to_string()),
-            true if text(&t).eq_ignore_ascii_case("found_rows") => prev.found_rows.map(|v| v.to_string()),
-            _ => None,
+        let is = |n: &str| text(&t).eq_ignore_ascii_case(n);
+        let sysvar = t.kind == Kind::SysVar && {
+            let name = text(&t).trim_start_matches('@');
+            let name = name.rsplit('.').next().unwrap_or(name).trim_matches('`');
+            name.eq_ignore_ascii_case("identity") || name.eq_ignore_ascii_case("last_insert_id")
+        };
+        let (value, width) = match (call, sysvar) {
+            (true, _) if is("row_count") => (prev.row_count.map(|v| v.to_string()), 3),
+            (true, _) if is("found_rows") => (prev.found_rows.map(|v| v.to_string()), 3),
+            (true, _) if is("last_insert_id") => (prev.last_insert_id.map(|v| v.to_string()), 3),
+            (_, true) => (prev.last_insert_id.map(|v| v.to_string()), 1),
+            _ => (None, 1),
         };
         let Some(value) = value else {
             i += 1;
             continue;
         };
-        let end = toks[i + 2].end;
+        let end = toks[i + width - 1].end;
         out.push_str(&stmt[copied..t.start]);
         let before = i.checked_sub(1).map(|j| text(&toks[j]));
-        let after = toks.get(i + 3).map(text);
+        let after = toks.get(i + width).map(text);
         let item_start = before.is_some_and(|b| b == "," || b.eq_ignore_ascii_case("select"));
         let item_end = after.is_none_or(|a| {
             a == ","
@@ -64,7 +76,7 @@ pub fn substitute_previous_results(stmt: &str, dialect: Dialect, prev: PreviousR
         }
         copied = end;
         changed = true;
-        i += 3;
+        i += width;
     }
     if !changed {
         return None;
@@ -80,6 +92,7 @@ mod tests {
     const PREV: PreviousResults = PreviousResults {
         row_count: Some(3),
         found_rows: Some(7),
+        last_insert_id: Some(42),
     };
 
     fn sub(s: &str) -> Option<String> {
@@ -117,10 +130,25 @@ mod tests {
     }
 
     #[test]
+    fn last_insert_id_and_its_variables() {
+        assert_eq!(
+            sub("SELECT LAST_INSERT_ID(), @@identity, @@session.last_insert_id").as_deref(),
+            Some("SELECT 42 AS `LAST_INSERT_ID()`, 42 AS `@@identity`, 42 AS `@@session.last_insert_id`")
+        );
+        assert_eq!(
+            sub("INSERT INTO child (parent) VALUES (LAST_INSERT_ID())").as_deref(),
+            Some("INSERT INTO child (parent) VALUES ((42))")
+        );
+        assert_eq!(sub("SELECT LAST_INSERT_ID(5)"), None);
+        assert_eq!(sub("SELECT @@identity_x"), None);
+    }
+
+    #[test]
     fn negative_row_count() {
         let p = PreviousResults {
             row_count: Some(-1),
             found_rows: None,
+            last_insert_id: None,
         };
         assert_eq!(
             substitute_previous_results("SELECT ROW_COUNT(), FOUND_ROWS()", Dialect::DEFAULT, p).as_deref(),

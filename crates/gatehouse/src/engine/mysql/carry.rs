@@ -4,17 +4,20 @@
 //! direct connection (MySQL Reference Manual §14.15 "Information
 //! Functions", §15.3.1 "START TRANSACTION, COMMIT, and ROLLBACK"):
 //!
-//! * `LAST_INSERT_ID()` (also `@@last_insert_id`, `@@identity`) *moves*:
-//!   every connection's value is known to the proxy (0 when opened or
-//!   reset). A reply whose OK carries an insert id, or a statement calling
-//!   `LAST_INSERT_ID(expr)`, makes it unknown; it is read back (`SELECT
-//!   LAST_INSERT_ID()`) before the connection goes back to the pool, since
-//!   an OK's insert id may also be an explicitly inserted value, which
-//!   `LAST_INSERT_ID()` does not return. A statement that reads it, or may
-//!   change it (an insert, `LAST_INSERT_ID(expr)`, `CALL`), on a
-//!   connection holding another value first sets the session's (`SET
-//!   SESSION last_insert_id = n`), so an explicit insert leaves the
-//!   session's value in place, as on a direct connection.
+//! * `LAST_INSERT_ID()` (also `@@last_insert_id`, `@@identity`) *moves*.
+//!   Idle pooled connections hold 0 (or a value the proxy knows). On a
+//!   lease, a value other than the one the connection started with can
+//!   only come from an id the session's statements generated (ids are
+//!   never 0), so the session's value is the connection's if it changed,
+//!   else the session's own from before; an OK packet's insert id cannot
+//!   say this alone, since it is also sent for an explicitly inserted id,
+//!   which `LAST_INSERT_ID()` does not return. A lease whose statements may
+//!   have changed it is read and zeroed in one statement (`SELECT
+//!   LAST_INSERT_ID(), LAST_INSERT_ID(0)`) before it goes back. A
+//!   statement that reads it on a connection that does not hold the
+//!   session's value gets the value written in (a single text statement)
+//!   or set first (`SET SESSION last_insert_id = n`: prepared statements,
+//!   multi-statement queries, `LAST_INSERT_ID(expr)`, `CALL`).
 //! * `ROW_COUNT()` and `FOUND_ROWS()` *move by value*: the proxy keeps the
 //!   previous statement's affected rows (-1 after a result set or an
 //!   error) and its result set's row count, and writes them into a
@@ -38,7 +41,7 @@ use gatehouse_proto_mysql::response::Done;
 use gatehouse_sql::mysql::{Info, PreviousResults, TxBoundary};
 
 use super::txn::Session;
-use crate::error::ProxyError;
+use crate::error::{Condition, ProxyError};
 
 /// The per-session state described in the module docs.
 #[derive(Debug, Clone, Copy)]
@@ -63,9 +66,10 @@ pub struct Carry {
     pub next_txn: bool,
     /// The previous statement left warnings.
     pub warnings: bool,
-    /// The command about to run reads or may change `LAST_INSERT_ID()`:
-    /// its connection must hold the session's value first.
-    pub touches_last_insert_id: bool,
+    /// The lease's connection's `LAST_INSERT_ID()` when the lease began.
+    pub lid_base: u64,
+    /// The lease's connection's `LAST_INSERT_ID()` is the session's.
+    pub lid_on_conn: bool,
 }
 
 impl Default for Carry {
@@ -79,7 +83,8 @@ impl Default for Carry {
             autocommit_txn: false,
             next_txn: false,
             warnings: false,
-            touches_last_insert_id: false,
+            lid_base: 0,
+            lid_on_conn: false,
         }
     }
 }
@@ -94,6 +99,8 @@ pub struct Plan {
     pub open_after: Option<bool>,
     /// A `SET TRANSACTION` is still waiting after it (`None`: as before).
     pub next_txn_after: Option<bool>,
+    /// It calls a procedure (which may change `LAST_INSERT_ID()`).
+    pub call: bool,
 }
 
 impl Plan {
@@ -127,6 +134,7 @@ impl Carry {
         PreviousResults {
             row_count: (!(leased && self.row_count_here)).then_some(self.row_count),
             found_rows: (!(leased && self.found_rows_here)).then_some(self.found_rows),
+            last_insert_id: None,
         }
     }
 
@@ -162,53 +170,124 @@ impl Carry {
     }
 }
 
-impl Session {
-    /// Before a command that reads or may change `LAST_INSERT_ID()` runs on
-    /// the lease's connection: gives it the session's value if it holds
-    /// another.
-    pub(super) async fn bring_last_insert_id(&mut self) -> Result<(), ProxyError> {
-        let want = self.carry.last_insert_id;
-        if self.last_insert_id_differs()
-            && let Some(lease) = self.lease.as_mut()
-        {
-            let conn = lease.conn();
-            conn.query(&format!("SET SESSION last_insert_id = {want}")).await?;
-            conn.last_insert_id = Some(want);
-            self.carry.lease_changed();
+/// What a command needs of `LAST_INSERT_ID()` before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LidNeed {
+    Nothing,
+    /// One text statement reads it: the value can be written in.
+    ReadText,
+    /// The connection must hold the session's value (a prepared or
+    /// multi-statement read, `LAST_INSERT_ID(expr)`, `CALL`).
+    OnConnection,
+}
+
+impl LidNeed {
+    /// For a command whose statements have `info` (and call a procedure).
+    pub fn of(info: &Info, call: bool, single_text: bool) -> LidNeed {
+        if info.sets_last_insert_id || call || (info.reads_last_insert_id && !single_text) {
+            LidNeed::OnConnection
+        } else if info.reads_last_insert_id {
+            LidNeed::ReadText
+        } else {
+            LidNeed::Nothing
         }
-        Ok(())
+    }
+}
+
+impl Session {
+    /// A new lease: where its connection's `LAST_INSERT_ID()` starts.
+    pub(super) fn lid_lease_started(&mut self, conn_value: Option<u64>) {
+        let base = conn_value.unwrap_or(0);
+        self.carry.lid_base = base;
+        self.carry.lid_on_conn = conn_value == Some(self.carry.last_insert_id);
     }
 
-    /// Before the lease goes back: reads the connection's
-    /// `LAST_INSERT_ID()` if a statement may have changed it. `false`: the
-    /// connection failed (it is dropped).
-    pub(super) async fn take_last_insert_id(&mut self) -> bool {
+    /// The session's value given the connection's `v`.
+    fn lid_truth(&self, v: u64) -> u64 {
+        if self.carry.lid_on_conn || v != self.carry.lid_base {
+            v
+        } else {
+            self.carry.last_insert_id
+        }
+    }
+
+    /// Reads the lease's connection's `LAST_INSERT_ID()` (and zeroes it).
+    async fn read_lid(&mut self, zero: bool) -> Result<u64, ProxyError> {
         let Some(lease) = self.lease.as_mut() else {
-            return true;
+            return Ok(self.carry.last_insert_id);
         };
         let conn = lease.conn();
-        if conn.last_insert_id.is_some() {
+        let sql = match zero {
+            true => "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(0)",
+            false => "SELECT LAST_INSERT_ID()",
+        };
+        let r = conn.query(sql).await?;
+        let v = r
+            .rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(|v| v.as_deref())
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| ProxyError::new(Condition::BackendUnavailable, "could not read LAST_INSERT_ID()"))?;
+        conn.last_insert_id = Some(if zero { 0 } else { v });
+        self.carry.lease_changed();
+        Ok(v)
+    }
+
+    /// Before a command with `need`: the value to write into a text
+    /// statement, if it must be; or the session's value set on the
+    /// connection.
+    pub(super) async fn prepare_lid(&mut self, need: LidNeed) -> Result<Option<u64>, ProxyError> {
+        if need == LidNeed::Nothing || self.carry.lid_on_conn {
+            return Ok(None);
+        }
+        let Some(known) = self.lease.as_mut().map(|l| l.conn().last_insert_id) else {
+            return Ok(None);
+        };
+        let v = match known {
+            Some(v) => v,
+            None => self.read_lid(false).await?,
+        };
+        let truth = self.lid_truth(v);
+        if truth == v {
+            self.carry.lid_on_conn = true;
+            return Ok(None);
+        }
+        if need == LidNeed::ReadText {
+            return Ok(Some(truth));
+        }
+        if let Some(lease) = self.lease.as_mut() {
+            let conn = lease.conn();
+            conn.query(&format!("SET SESSION last_insert_id = {truth}")).await?;
+            conn.last_insert_id = Some(truth);
+            self.carry.lid_on_conn = true;
+            self.carry.lease_changed();
+        }
+        Ok(None)
+    }
+
+    /// Before the lease goes back: the session's `LAST_INSERT_ID()` is
+    /// taken from the connection if its statements may have changed it,
+    /// and the connection is zeroed. `false`: the connection failed (it is
+    /// dropped).
+    pub(super) async fn take_last_insert_id(&mut self) -> bool {
+        let Some(known) = self.lease.as_mut().map(|l| l.conn().last_insert_id) else {
+            return true;
+        };
+        if known == Some(0) {
+            // Unchanged by the session (ids are never 0), or zeroed.
+            if self.carry.lid_on_conn {
+                self.carry.last_insert_id = 0;
+            }
             return true;
         }
-        let value = match conn.query("SELECT LAST_INSERT_ID()").await {
-            Ok(r) => r
-                .rows
-                .first()
-                .and_then(|row| row.first())
-                .and_then(|v| v.as_deref())
-                .and_then(|v| v.parse::<u64>().ok()),
-            Err(e) => {
-                tracing::warn!(error = %e, "backend connection lost reading LAST_INSERT_ID()");
-                None
-            }
-        };
-        match value {
-            Some(v) => {
-                conn.last_insert_id = Some(v);
-                self.carry.last_insert_id = v;
+        match self.read_lid(true).await {
+            Ok(v) => {
+                self.carry.last_insert_id = self.lid_truth(v);
                 true
             }
-            None => {
+            Err(e) => {
+                tracing::warn!(error = %e, "backend connection lost reading LAST_INSERT_ID()");
                 self.drop_lease();
                 false
             }

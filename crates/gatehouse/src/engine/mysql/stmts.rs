@@ -21,7 +21,7 @@ use gatehouse_proto_mysql::stmt_execute::{new_params_bound, param_types, with_pa
 use gatehouse_sql::mysql::{self as my_sql, Dialect, Info, MyEffect, PinReason, TxBoundary};
 
 use super::backend::MyConn;
-use super::carry::Plan;
+use super::carry::{LidNeed, Plan};
 use super::txn::{Fatal, Session};
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
@@ -261,17 +261,23 @@ async fn execute(
     if let Some(reason) = facts.pin {
         s.pin(reason);
     }
-    s.carry.touches_last_insert_id = super::txn::touches_last_insert_id(&facts.info);
+    // LAST_INSERT_ID() read or set: the connection must hold the session's.
+    if facts.info.reads_last_insert_id || facts.info.sets_last_insert_id {
+        if let Err(e) = s.conn().await {
+            let err = super::session::my_error(&e);
+            return s.error(stream, 1, err, &e.message).await;
+        }
+        if let Err(e) = s.prepare_lid(LidNeed::OnConnection).await {
+            return Err(s.lost(e));
+        }
+    }
     // ROW_COUNT() / FOUND_ROWS() read on another connection than the one
     // that ran the previous statement: a variant of the statement with the
     // values written in runs instead (prepared on that connection by its
     // own text).
     let sql = match facts.info.reads_row_count || facts.info.reads_found_rows {
-        true => {
-            let lid_moves = super::txn::touches_last_insert_id(&facts.info) && s.last_insert_id_differs();
-            let leased = s.lease.is_some() && !lid_moves;
-            my_sql::substitute_previous_results(&sql, s.dialect(), s.carry.substitutions(leased)).map_or(sql, Arc::from)
-        }
+        true => my_sql::substitute_previous_results(&sql, s.dialect(), s.carry.substitutions(s.lease.is_some()))
+            .map_or(sql, Arc::from),
         false => sql,
     };
     let Some(b) = prepared(s, stream, &sql, true).await? else {

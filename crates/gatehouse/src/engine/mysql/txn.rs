@@ -25,7 +25,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::MyEngine;
 use super::backend::{MyCancelTarget, MyConn};
-use super::carry::{Carry, Plan};
+use super::carry::{Carry, LidNeed, Plan};
 use super::io::{fill, put_packet, write_packet};
 use super::session::err_payload;
 use super::stmts::Statements;
@@ -220,9 +220,9 @@ impl Session {
     pub(super) async fn finish(&mut self) {
         self.cancel.slot.set(None);
         if let Some(mut lease) = self.lease.take() {
-            // A connection whose LAST_INSERT_ID() is not known is reset
-            // (which zeroes it) rather than read.
-            let unknown_id = lease.conn().last_insert_id.is_none();
+            // Idle connections hold LAST_INSERT_ID() 0: one that may not is
+            // reset (which zeroes it) rather than read.
+            let unknown_id = lease.conn().last_insert_id != Some(0);
             if self.discard {
                 drop(lease);
             } else if unknown_id
@@ -241,13 +241,16 @@ impl Session {
         }
     }
 
-    /// Whether the lease's connection holds a known `LAST_INSERT_ID()` other
-    /// than the session's (a statement reading it must bring the session's).
-    pub(super) fn last_insert_id_differs(&mut self) -> bool {
-        let want = self.carry.last_insert_id;
-        self.lease
-            .as_mut()
-            .is_some_and(|l| l.conn().last_insert_id.is_some_and(|v| v != want))
+    /// The lease's connection failed under a query of the proxy's own
+    /// before the client's command: the session ends with the error.
+    pub(super) fn lost(&mut self, e: ProxyError) -> Fatal {
+        tracing::warn!(tenant = %self.tenant.name, backend = %self.backend, cause = %e, "backend connection lost under a lease");
+        self.drop_lease();
+        (
+            1,
+            ProxyError::new(Condition::BackendUnavailable, "Lost connection to the database server")
+                .with_detail(e.to_string()),
+        )
     }
 
     /// Discards the lease's connection (broken, or mid-reply).
@@ -263,11 +266,10 @@ impl Session {
         if self.lease.is_none() {
             let mut lease = self.pool.lease_for(self.cap.as_ref()).await?;
             self.cancel.slot.set(Some(lease.conn().cancel.clone()));
+            let lid = lease.conn().last_insert_id;
             self.lease = Some(lease);
             self.carry.lease_changed();
-        }
-        if std::mem::take(&mut self.carry.touches_last_insert_id) {
-            self.bring_last_insert_id().await?;
+            self.lid_lease_started(lid);
         }
         let Some(lease) = self.lease.as_mut() else {
             return Err(ProxyError::new(Condition::Internal, "no backend connection"));
@@ -318,7 +320,7 @@ impl Session {
                     self.status = status;
                     self.in_transaction = status & SERVER_STATUS_IN_TRANS != 0;
                 }
-                if (d.insert_id_seen || plan.info.sets_last_insert_id)
+                if (d.insert_id_seen || plan.info.sets_last_insert_id || plan.call)
                     && let Some(lease) = self.lease.as_mut()
                 {
                     lease.conn().last_insert_id = None;
@@ -441,28 +443,42 @@ impl Session {
         if let Some(db) = &switch_to {
             self.use_database(db, statements.len() == 1);
         }
+        plan.call = call;
+        // LAST_INSERT_ID() read or set: the connection is taken now, to see
+        // what it holds.
+        let lid_need = LidNeed::of(&plan.info, call, statements.len() == 1);
+        let mut lid_value = None;
+        if lid_need != LidNeed::Nothing {
+            if let Err(e) = self.conn().await {
+                self.core.stats.record_error(&e);
+                let err = super::session::my_error(&e);
+                return self.error(stream, 1, err, &e.message).await;
+            }
+            lid_value = match self.prepare_lid(lid_need).await {
+                Ok(v) => v,
+                Err(e) => return Err(self.lost(e)),
+            };
+        }
         // ROW_COUNT() / FOUND_ROWS() in the first statement read the
-        // previous one's results: written in when another connection ran it.
-        let rewritten = (first.reads_row_count || first.reads_found_rows)
+        // previous one's results, LAST_INSERT_ID() the session's: written
+        // in when the connection does not hold them.
+        let rewritten = (first.reads_row_count || first.reads_found_rows || lid_value.is_some())
             .then(|| {
-                let lid_moves = touches_last_insert_id(&plan.info) && self.last_insert_id_differs();
-                let leased = self.lease.is_some() && !lid_moves;
-                {
-                    let stmt = statements[0];
-                    let at = stmt.as_ptr() as usize - sql.as_ptr() as usize;
-                    my_sql::substitute_previous_results(stmt, dialect, self.carry.substitutions(leased)).map(|s| {
-                        let mut p = Vec::with_capacity(sql.len() + 64);
-                        p.push(COM_QUERY);
-                        p.extend_from_slice(&sql.as_bytes()[..at]);
-                        p.extend_from_slice(s.as_bytes());
-                        p.extend_from_slice(&sql.as_bytes()[at + stmt.len()..]);
-                        p
-                    })
-                }
+                let mut values = self.carry.substitutions(self.lease.is_some());
+                values.last_insert_id = lid_value;
+                let stmt = statements[0];
+                let at = stmt.as_ptr() as usize - sql.as_ptr() as usize;
+                my_sql::substitute_previous_results(stmt, dialect, values).map(|s| {
+                    let mut p = Vec::with_capacity(sql.len() + 64);
+                    p.push(COM_QUERY);
+                    p.extend_from_slice(&sql.as_bytes()[..at]);
+                    p.extend_from_slice(s.as_bytes());
+                    p.extend_from_slice(&sql.as_bytes()[at + stmt.len()..]);
+                    p
+                })
             })
             .flatten();
         let payload = rewritten.as_deref().unwrap_or(payload);
-        self.carry.touches_last_insert_id = touches_last_insert_id(&plan.info) || call;
         self.plan = plan;
         let Some(done) = self.forward(stream, payload).await? else {
             return Ok(());
@@ -529,13 +545,6 @@ impl Session {
         let _ = self.send(stream, seq, &err_payload(err, message)).await;
         Ok(())
     }
-}
-
-/// Whether a statement reads `LAST_INSERT_ID()` or may change it (an
-/// insert may generate an id, or insert one explicitly, which leaves it
-/// as it was: the connection must hold the session's value before).
-pub(super) fn touches_last_insert_id(info: &Info) -> bool {
-    info.reads_last_insert_id || info.inserts || info.sets_last_insert_id
 }
 
 /// Whether a tracked change switches `autocommit`.
