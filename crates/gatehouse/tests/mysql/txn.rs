@@ -23,6 +23,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("txn::last_insert_id_after_prepared_insert", last_insert_id_prepared),
         ("txn::autocommit_off_transaction_stays_on_one_backend", autocommit_off),
         ("txn::idle_session_after_insert_holds_no_connection", idle_after_insert),
+        (
+            "txn::prepared_statements_follow_the_clients_sql_mode",
+            prepared_sql_mode,
+        ),
         ("txn::sysbench_oltp_read_write_small_pool", sysbench),
     ]
 }
@@ -339,6 +343,81 @@ fn autocommit_off(ctx: &Ctx) -> Result<()> {
         }
         let committed: Option<i64> = setup.query_first("SELECT COUNT(*) FROM ac0").await?;
         ensure!(committed == Some(12 * 5), "committed rows: {committed:?}");
+        Ok(())
+    })
+}
+
+/// A proxy of the test's own with one backend connection for app1, so
+/// every client shares it: its "one" endpoint and core.
+async fn one_connection_proxy(
+    ctx: &Ctx,
+) -> Result<(
+    mysql_async::Opts,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), gatehouse::AppError>>,
+)> {
+    let addr = ctx.cluster.mysql_primary().context("no primary")?.addr();
+    let more = format!(
+        r#"
+[[clusters]]
+name = "one"
+engine = "mysql"
+backends = ["{addr}"]
+monitor_secret = "superuser"
+pool = {{ size = 1, borrow_timeout = "5s" }}
+
+[[endpoints]]
+name = "one"
+listen = "127.0.0.1:0"
+cluster = "one"
+role = "read_write"
+"#
+    );
+    let settings = crate::own_config(ctx, "", &more)?;
+    let app = gatehouse::App::bind(settings).await?;
+    let one = app.local_addr("one").context("one")?;
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let proxy = tokio::spawn(gatehouse::run(app, async {
+        let _ = rx.await;
+    }));
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(one.ip().to_string())
+        .tcp_port(one.port())
+        .user(Some("alice"))
+        .pass(Some("alice-pw"))
+        .db_name(Some("app1"))
+        .prefer_socket(false)
+        .into();
+    Ok((opts, stop, proxy))
+}
+
+/// The same statement text prepared by two clients with different
+/// `sql_mode`s on one backend connection: each runs as the server parses
+/// it under the client's own mode (`||` is OR, or with PIPES_AS_CONCAT
+/// concatenation), as on a direct connection.
+fn prepared_sql_mode(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let (opts, stop, proxy) = one_connection_proxy(ctx).await?;
+        let mut a = mysql_async::Conn::new(opts.clone()).await?;
+        let mut b = mysql_async::Conn::new(opts).await?;
+        b.query_drop("SET SESSION sql_mode = 'PIPES_AS_CONCAT,STRICT_TRANS_TABLES'")
+            .await?;
+        for round in 0..3 {
+            let ra: Option<String> = a.exec_first("SELECT CAST(('a' || 'b') AS CHAR)", ()).await?;
+            ensure!(
+                ra.as_deref() == Some("0"),
+                "round {round}: default sql_mode gave {ra:?}"
+            );
+            let rb: Option<String> = b.exec_first("SELECT CAST(('a' || 'b') AS CHAR)", ()).await?;
+            ensure!(
+                rb.as_deref() == Some("ab"),
+                "round {round}: PIPES_AS_CONCAT gave {rb:?}"
+            );
+        }
+        a.disconnect().await?;
+        b.disconnect().await?;
+        let _ = stop.send(());
+        proxy.await??;
         Ok(())
     })
 }

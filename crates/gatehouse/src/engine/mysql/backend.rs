@@ -221,6 +221,18 @@ impl MyConn {
         self.last_insert_id = Some(0);
     }
 
+    /// Records the tracked variables the connection now has. Statements
+    /// prepared under another `sql_mode` are closed: the server parsed them
+    /// under it (`||` as OR or as concatenation, quoting, ...), and a
+    /// client's statement must run as parsed under its own.
+    pub async fn take_vars(&mut self, vars: super::vars::Vars) {
+        let mode_changed = self.vars.sql_mode() != vars.sql_mode();
+        self.vars = vars;
+        if mode_changed && !self.prepared.is_empty() {
+            self.close_all_prepared().await;
+        }
+    }
+
     /// Closes one prepared statement (COM_STMT_CLOSE has no reply).
     pub async fn close_prepared(&mut self, id: u32) {
         let mut cmd = [COM_STMT_CLOSE, 0, 0, 0, 0];

@@ -277,7 +277,7 @@ impl Session {
         let conn = lease.conn();
         if let Some(sql) = self.vars.replay_sql(&conn.vars, conn.is_mariadb()) {
             conn.query(&sql).await?;
-            conn.vars = self.vars.clone();
+            conn.take_vars(self.vars.clone()).await;
             self.carry.lease_changed();
         }
         Ok(conn)
@@ -488,7 +488,7 @@ impl Session {
                 self.vars.apply(c);
             }
             if let Some(lease) = self.lease.as_mut() {
-                lease.conn().vars = self.vars.clone();
+                lease.conn().take_vars(self.vars.clone()).await;
             }
             if unlocks {
                 self.locked = false;
