@@ -79,11 +79,12 @@ fn per_address(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         // A second proxy on the same cluster, allowing 3 failures a minute
         // from one address; its limits are its own.
-        let text = std::fs::read_to_string(ctx.dir.join("gatehouse.toml"))?.replace(
-            "auth_failures_per_minute_per_address = 1000",
-            "auth_failures_per_minute_per_address = 3",
-        );
-        let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+        let settings = crate::reload::settings(ctx, |t| {
+            t.replace(
+                "auth_failures_per_minute_per_address = 1000",
+                "auth_failures_per_minute_per_address = 3",
+            )
+        })?;
         let app = gatehouse::App::bind(settings).await?;
         let addr = app.local_addr("rw").context("no rw endpoint")?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

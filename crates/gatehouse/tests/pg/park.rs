@@ -34,8 +34,7 @@ struct Own {
 
 impl Own {
     async fn start(ctx: &Ctx) -> Result<Own> {
-        let text = std::fs::read_to_string(ctx.dir.join("gatehouse.toml"))?;
-        let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+        let settings = crate::reload::settings(ctx, |t| t)?;
         ensure!(
             settings.proxy.park_idle_after == Some(Duration::from_millis(100)),
             "the test configuration parks after 100 ms"

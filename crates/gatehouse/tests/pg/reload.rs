@@ -52,6 +52,17 @@ pub fn lock_config() -> std::sync::MutexGuard<'static, ()> {
     CONFIG_FILE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Settings from the test configuration file as it stands, passed through
+/// `edit` first; read and parsed (with the tenant directory it names) under
+/// [`lock_config`]: a test that edits them (a broken file, a rotated
+/// password, another directory) puts them back before it lets go, so a
+/// proxy of a test's own gets the fixture's configuration.
+pub fn settings(ctx: &Ctx, edit: impl Fn(String) -> String) -> Result<gatehouse::config::Settings> {
+    let _file = lock_config();
+    let text = edit(std::fs::read_to_string(ctx.dir.join("gatehouse.toml"))?);
+    gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))
+}
+
 /// Edits the test configuration file as an operator would, and reloads.
 fn reload(ctx: &Ctx, edit: impl Fn(String) -> String) -> Result<()> {
     let _file = lock_config();

@@ -116,8 +116,7 @@ fn limits(ctx: &Ctx) -> Result<()> {
 }
 
 fn shutdown(ctx: &Ctx) -> Result<()> {
-    let text = std::fs::read_to_string(ctx.dir.join("gatehouse.toml"))?;
-    let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let settings = crate::reload::settings(ctx, |t| t)?;
     ctx.rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let addr = app.local_addr("rw").context("rw")?;
