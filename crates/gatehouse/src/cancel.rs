@@ -19,15 +19,92 @@
 //! The slot also runs the parking cycle ([`crate::park`]): a session waiting
 //! idle marks its slot; a periodic sweep ([`CancelRegistry::ask_idle_to_park`])
 //! sees the mark twice in a row and asks the session to park.
+//!
+//! A cancel is delivered on a connection of its own, and lands some time
+//! after the proxy decided to send it: PostgreSQL's postmaster forks, then
+//! signals the backend twice (the process, then its group); MariaDB's
+//! `KILL QUERY` marks the thread. A backend connection handed to another
+//! client in between would have that client's statement cancelled. So a
+//! cancel is counted on its connection's [`CancelFlight`] from the moment
+//! it is looked up (under the slot's lock, so a session letting go of the
+//! connection sees it) until it is delivered, and the pool lends the
+//! connection to nobody before then ([`crate::pool::Lease::recycle`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use futures_util::task::AtomicWaker;
 
 use subtle::ConstantTimeEq;
+
+/// How long a backend connection waits for the cancels sent to it to be
+/// delivered before it is closed instead: longer than either engine's own
+/// limit on delivering one (5 s), which ends the cancel's [`InFlight`].
+pub const CANCEL_SETTLE_LIMIT: Duration = Duration::from_secs(6);
+
+/// The cancels sent to one backend connection and not yet delivered (see
+/// the module docs). Shared by the connection and its cancel targets.
+#[derive(Debug, Default)]
+pub struct CancelFlight {
+    count: AtomicU32,
+    done: tokio::sync::Notify,
+}
+
+/// One cancel in flight, counted until dropped.
+#[derive(Debug)]
+pub struct InFlight(Arc<CancelFlight>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+        self.0.done.notify_waiters();
+    }
+}
+
+impl CancelFlight {
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        InFlight(self.clone())
+    }
+
+    /// Whether no cancel is in flight.
+    pub fn idle(&self) -> bool {
+        self.count.load(Ordering::Acquire) == 0
+    }
+
+    /// Waits until no cancel is in flight, up to `within`; whether none is.
+    pub async fn settled(&self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let notified = self.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.idle() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.idle();
+            }
+        }
+    }
+}
+
+/// What an engine's cancel target shares with its connection.
+pub trait CancelTarget: Clone + Send + Sync + 'static {
+    /// The connection's cancels in flight.
+    fn flight(&self) -> &Arc<CancelFlight>;
+}
+
+/// A target looked up for a cancel, counted in flight on its connection
+/// until this is dropped: hold it until the cancel was delivered.
+#[derive(Debug)]
+pub struct Claimed<T> {
+    pub target: T,
+    pub in_flight: InFlight,
+}
 
 /// Where a session's current backend work can be cancelled (empty while the
 /// session holds no backend connection), and whether the session was asked
@@ -143,6 +220,19 @@ impl<T: Clone> CancelSlot<T> {
     pub fn get(&self) -> Option<T> {
         self.target.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
+
+    /// The target, counted in flight under the slot's lock: a session that
+    /// empties the slot afterwards sees the cancel on its connection.
+    fn claim(&self) -> Option<Claimed<T>>
+    where
+        T: CancelTarget,
+    {
+        let target = self.target.lock().unwrap_or_else(PoisonError::into_inner);
+        target.as_ref().map(|t| Claimed {
+            in_flight: t.flight().begin(),
+            target: t.clone(),
+        })
+    }
 }
 
 struct Entry<T> {
@@ -226,23 +316,30 @@ impl<T: Clone> CancelRegistry<T> {
     }
 
     /// The target for a presented key, if the key is valid and the session
-    /// is running something now.
-    pub fn lookup(&self, id: u32, secret: u32) -> Option<T> {
+    /// is running something now; counted in flight from here.
+    pub fn lookup(&self, id: u32, secret: u32) -> Option<Claimed<T>>
+    where
+        T: CancelTarget,
+    {
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = map.get(&id)?;
         if bool::from(entry.secret.to_be_bytes().ct_eq(&secret.to_be_bytes())) {
-            entry.slot.get()
+            entry.slot.claim()
         } else {
             None
         }
     }
 
     /// Whether `id` is a session of `owner`, and its target if it is
-    /// running something now: `None` for another tenant's or no session.
-    pub fn lookup_owned(&self, id: u32, owner: &str) -> Option<Option<T>> {
+    /// running something now (counted in flight from here): `None` for
+    /// another tenant's or no session.
+    pub fn lookup_owned(&self, id: u32, owner: &str) -> Option<Option<Claimed<T>>>
+    where
+        T: CancelTarget,
+    {
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = map.get(&id)?;
-        (entry.owner.as_deref() == Some(owner)).then(|| entry.slot.get())
+        (entry.owner.as_deref() == Some(owner)).then(|| entry.slot.claim())
     }
 
     /// Asks session `id` of `owner` to end (see [`CancelSlot::terminate`]):
@@ -301,38 +398,87 @@ impl<T: Clone> CancelRegistry<T> {
 mod tests {
     use super::*;
 
+    /// A target as the engines' are: a name, and its connection's flight.
+    #[derive(Clone, Debug)]
+    struct Target(&'static str, Arc<CancelFlight>);
+
+    impl CancelTarget for Target {
+        fn flight(&self) -> &Arc<CancelFlight> {
+            &self.1
+        }
+    }
+
+    fn target(name: &'static str) -> Target {
+        Target(name, Arc::default())
+    }
+
+    fn name(c: Option<Claimed<Target>>) -> Option<&'static str> {
+        c.map(|c| c.target.0)
+    }
+
     #[test]
     fn lookup_needs_the_right_secret_and_a_target() {
-        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let reg = Arc::new(CancelRegistry::<Target>::default());
         let a = reg.register();
         let b = reg.register();
         assert_ne!(a.id, b.id);
-        assert_eq!(reg.lookup(a.id, a.secret), None, "idle session has nothing to cancel");
-        a.slot.set(Some("backend-a"));
-        b.slot.set(Some("backend-b"));
-        assert_eq!(reg.lookup(a.id, a.secret), Some("backend-a"));
-        assert_eq!(reg.lookup(a.id, a.secret ^ 1), None);
-        assert_eq!(reg.lookup(b.id, b.secret), Some("backend-b"));
+        assert_eq!(
+            name(reg.lookup(a.id, a.secret)),
+            None,
+            "idle session has nothing to cancel"
+        );
+        a.slot.set(Some(target("backend-a")));
+        b.slot.set(Some(target("backend-b")));
+        assert_eq!(name(reg.lookup(a.id, a.secret)), Some("backend-a"));
+        assert_eq!(name(reg.lookup(a.id, a.secret ^ 1)), None);
+        assert_eq!(name(reg.lookup(b.id, b.secret)), Some("backend-b"));
         drop(a);
         assert_eq!(reg.len(), 1);
     }
 
     #[test]
     fn owned_keys_reach_only_their_tenant() {
-        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let reg = Arc::new(CancelRegistry::<Target>::default());
         let a = reg.register();
-        assert_eq!(reg.lookup_owned(a.id, "t1"), None, "not claimed yet");
+        let owned = |id, owner| reg.lookup_owned(id, owner).map(name);
+        assert_eq!(owned(a.id, "t1"), None, "not claimed yet");
         a.claim("t1");
-        assert_eq!(reg.lookup_owned(a.id, "t1"), Some(None), "idle: nothing to cancel");
-        a.slot.set(Some("backend-a"));
-        assert_eq!(reg.lookup_owned(a.id, "t1"), Some(Some("backend-a")));
-        assert_eq!(reg.lookup_owned(a.id, "t2"), None, "another tenant sees no session");
-        assert_eq!(reg.lookup_owned(a.id ^ 1, "t1"), None);
+        assert_eq!(owned(a.id, "t1"), Some(None), "idle: nothing to cancel");
+        a.slot.set(Some(target("backend-a")));
+        assert_eq!(owned(a.id, "t1"), Some(Some("backend-a")));
+        assert_eq!(owned(a.id, "t2"), None, "another tenant sees no session");
+        assert_eq!(owned(a.id ^ 1, "t1"), None);
+    }
+
+    #[tokio::test]
+    async fn a_looked_up_cancel_is_in_flight_until_dropped() {
+        let reg = Arc::new(CancelRegistry::<Target>::default());
+        let a = reg.register();
+        let t = target("backend-a");
+        let flight = t.1.clone();
+        a.slot.set(Some(t));
+        let claimed = reg.lookup(a.id, a.secret).expect("a target");
+        // The session lets go of its connection: the cancel is still counted.
+        a.slot.set(None);
+        assert!(!flight.idle());
+        assert!(
+            !flight.settled(Duration::from_millis(20)).await,
+            "settled with a cancel in flight"
+        );
+        let waiter = tokio::spawn({
+            let flight = flight.clone();
+            async move { flight.settled(Duration::from_secs(5)).await }
+        });
+        tokio::task::yield_now().await;
+        drop(claimed);
+        assert!(waiter.await.expect("waiter"), "delivery did not wake the waiter");
+        assert!(flight.idle());
+        assert!(reg.lookup(a.id, a.secret).is_none(), "nothing to cancel once let go");
     }
 
     #[test]
     fn terminate_reaches_only_the_tenants_session() {
-        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let reg = Arc::new(CancelRegistry::<Target>::default());
         let a = reg.register();
         let b = reg.register();
         assert!(!reg.terminate_owned(a.id, "t1"), "not claimed yet");
@@ -348,7 +494,7 @@ mod tests {
 
     #[test]
     fn two_sweeps_of_idleness_ask_a_session_to_park() {
-        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let reg = Arc::new(CancelRegistry::<Target>::default());
         let a = reg.register();
         let b = reg.register();
         reg.ask_idle_to_park();
@@ -370,7 +516,7 @@ mod tests {
 
     #[tokio::test]
     async fn terminated_wakes_a_waiting_session_and_answers_a_late_one() {
-        let reg = Arc::new(CancelRegistry::<&'static str>::default());
+        let reg = Arc::new(CancelRegistry::<Target>::default());
         let a = reg.register();
         a.claim("t1");
         let slot = a.slot.clone();

@@ -50,7 +50,7 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// An authenticated backend connection, ready for a client's work.
     type Conn: Send + 'static;
     /// What a cancel needs to reach the backend running a client's query.
-    type CancelTarget: Clone + Send + Sync + 'static;
+    type CancelTarget: crate::cancel::CancelTarget;
 
     /// Connects and authenticates to `backend` (`host:port`) as `secret` on `database`.
     fn connect(
@@ -66,6 +66,10 @@ pub trait Engine: Send + Sync + Sized + 'static {
 
     /// Makes a connection safe for the next client; an error means discard it.
     fn reset(&self, conn: &mut Self::Conn) -> impl Future<Output = Result<(), ProxyError>> + Send;
+
+    /// The cancels sent to `conn` and not yet delivered (the same flight
+    /// its cancel targets carry): the pool lends it to nobody before then.
+    fn cancel_flight(conn: &Self::Conn) -> &Arc<crate::cancel::CancelFlight>;
 
     /// Cheap check, without I/O waits, that an idle connection is still open.
     fn is_usable(&self, conn: &mut Self::Conn) -> bool;

@@ -20,6 +20,7 @@ use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use self::share::BackendShare;
+use crate::cancel::CANCEL_SETTLE_LIMIT;
 use crate::config::{ClusterSettings, Secret};
 use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
@@ -288,16 +289,40 @@ impl<E: Engine> Lease<E> {
     /// Returns the connection to the pool as it is: for a connection whose
     /// session state the caller knows to be safe for the next client
     /// (transaction pooling, at a transaction boundary).
+    ///
+    /// A connection with a cancel still on its way to it (see
+    /// [`crate::cancel`]) waits for the cancel to land, off the session's
+    /// task and still counted in the pool, before anyone else gets it; one
+    /// whose cancel never lands is closed.
     pub fn recycle(mut self) {
-        if let Some(p) = self.pooled.take() {
+        let Some(p) = self.pooled.take() else { return };
+        let flight = E::cancel_flight(&p.conn);
+        if flight.idle() {
             self.pool.push_idle(p);
+            return;
+        }
+        let flight = flight.clone();
+        self.pooled = Some(p);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if flight.settled(CANCEL_SETTLE_LIMIT).await {
+                    self.recycle();
+                }
+            });
         }
     }
 
     /// Resets the connection and returns it to the pool; a connection whose
-    /// reset fails is closed instead.
+    /// reset fails, or whose cancel in flight never lands, is closed instead.
     pub async fn release(mut self) {
         if let Some(mut p) = self.pooled.take() {
+            if !E::cancel_flight(&p.conn).idle() {
+                let flight = E::cancel_flight(&p.conn).clone();
+                if !flight.settled(CANCEL_SETTLE_LIMIT).await {
+                    tracing::debug!("backend connection discarded: a cancel sent to it was not delivered");
+                    return;
+                }
+            }
             match self.pool.engine.reset(&mut p.conn).await {
                 Ok(()) => self.pool.push_idle(p),
                 Err(e) => tracing::debug!(error = %e, "backend connection discarded after failed reset"),

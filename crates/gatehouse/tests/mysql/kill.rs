@@ -23,6 +23,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "kill::kill_connection_other_tenant_own_id_and_com_process_kill",
             kill_edges,
         ),
+        ("kill::a_late_kill_query_reaches_no_other_client", late_kill_query),
     ]
 }
 
@@ -291,5 +292,62 @@ fn kill_edges(ctx: &Ctx) -> Result<()> {
             "the connection stayed open after killing itself"
         );
         Ok(())
+    })
+}
+
+/// Session A's short query is stopped with `KILL QUERY` at moments swept
+/// across its end, while session B waits for the one backend connection
+/// (a pool of 1) with a query of its own: a `KILL QUERY` that lands after
+/// A's query finished must find the connection idle, never running B's
+/// statement (a killed `SLEEP` answers 1 instead of 0).
+fn late_kill_query(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let (opts, stop, proxy) = crate::txn::one_connection_proxy(ctx).await?;
+        let result = async {
+            let a = mysql_async::Conn::new(opts.clone()).await?;
+            let b = mysql_async::Conn::new(opts.clone()).await?;
+            let mut killer = mysql_async::Conn::new(opts.clone()).await?;
+            let id = a.id();
+            let (mut a, mut b) = (Some(a), Some(b));
+            let (mut a_killed, mut a_finished) = (0, 0);
+            for step in 0..60u64 {
+                let mut a_conn = a.take().context("a")?;
+                let a_query = tokio::spawn(async move {
+                    let r: Result<Option<i64>, _> = a_conn.query_first("SELECT SLEEP(0.02)").await;
+                    (r, a_conn)
+                });
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                let mut b_conn = b.take().context("b")?;
+                let b_query = tokio::spawn(async move {
+                    let r: Result<Option<(i64, i64)>, _> = b_conn.query_first("SELECT SLEEP(0.03), 7").await;
+                    (r, b_conn)
+                });
+                // From well inside A's query to past its end.
+                tokio::time::sleep(Duration::from_micros(8_000 + step * 300)).await;
+                killer.query_drop(format!("KILL QUERY {id}")).await?;
+                let (r, a_conn) = a_query.await?;
+                match r {
+                    Ok(Some(0)) => a_finished += 1,
+                    Ok(Some(1)) => a_killed += 1,
+                    Err(e) if server_code(&e) == Some(1317) => a_killed += 1,
+                    other => anyhow::bail!("step {step}: A answered {other:?}"),
+                }
+                let (r, b_conn) = b_query.await?;
+                let row = r.with_context(|| format!("step {step}: B failed"))?;
+                ensure!(
+                    row == Some((0, 7)),
+                    "step {step}: B's query was hit by A's KILL QUERY: {row:?}"
+                );
+                a = Some(a_conn);
+                b = Some(b_conn);
+            }
+            ensure!(a_killed > 0, "no KILL QUERY landed in A's query");
+            eprintln!("late KILL QUERY: A killed {a_killed} times, finished first {a_finished} times");
+            Ok(())
+        }
+        .await;
+        let _ = stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(15), proxy).await;
+        result
     })
 }

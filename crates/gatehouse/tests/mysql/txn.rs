@@ -349,7 +349,7 @@ fn autocommit_off(ctx: &Ctx) -> Result<()> {
 
 /// A proxy of the test's own with one backend connection for app1, so
 /// every client shares it: its "one" endpoint and core.
-async fn one_connection_proxy(
+pub async fn one_connection_proxy(
     ctx: &Ctx,
 ) -> Result<(
     mysql_async::Opts,

@@ -7,6 +7,7 @@ mod abuse;
 mod admin;
 mod auth;
 mod bad_input;
+mod cancel;
 mod differential;
 mod limits;
 mod park;
@@ -478,6 +479,7 @@ fn main() -> ExitCode {
     cases.extend(abuse::cases());
     cases.extend(admin::cases());
     cases.extend(park::cases());
+    cases.extend(cancel::cases());
     trials::run(cases, setup, teardown)
 }
 

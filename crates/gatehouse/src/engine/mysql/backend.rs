@@ -25,6 +25,7 @@ use tokio::net::TcpStream;
 use zeroize::Zeroizing;
 
 use super::io::{self, IoError};
+use crate::cancel::CancelFlight;
 use crate::engine::Probe;
 use crate::error::{Condition, ProxyError};
 
@@ -97,6 +98,14 @@ pub struct MyCancelTarget {
     user: Arc<str>,
     password: Arc<Zeroizing<Vec<u8>>>,
     connection_id: u32,
+    /// The connection's `KILL QUERY`s in flight (shared with it).
+    flight: Arc<CancelFlight>,
+}
+
+impl crate::cancel::CancelTarget for MyCancelTarget {
+    fn flight(&self) -> &Arc<CancelFlight> {
+        &self.flight
+    }
 }
 
 impl MyCancelTarget {
@@ -203,6 +212,7 @@ async fn connect_inner(
             user: Arc::from(user),
             password,
             connection_id,
+            flight: Arc::default(),
         },
     })
 }

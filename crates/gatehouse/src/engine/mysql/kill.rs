@@ -60,8 +60,8 @@ impl Session {
             let Some(target) = self.core.cancels.lookup_owned(id, &self.tenant.name) else {
                 return self.no_such_thread(stream, kill.id).await;
             };
-            if let Some(t) = target
-                && let Err(e) = self.core.engine.cancel(t).await
+            if let Some(claimed) = target
+                && let Err(e) = self.core.engine.cancel(claimed.target.clone()).await
             {
                 tracing::info!(error = %e, "KILL QUERY could not be delivered");
             }

@@ -185,6 +185,11 @@ impl Engine for MyEngine {
         Ok(probe)
     }
 
+    fn cancel_flight(conn: &MyConn) -> &Arc<crate::cancel::CancelFlight> {
+        use crate::cancel::CancelTarget;
+        conn.cancel.flight()
+    }
+
     async fn cancel(&self, target: MyCancelTarget) -> Result<(), ProxyError> {
         backend::cancel(target).await
     }

@@ -14,6 +14,7 @@ use gatehouse_proto_pg::{messages, sqlstate, startup};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::cancel::CancelFlight;
 use crate::config::Secret;
 use crate::engine::Probe;
 use crate::error::{Condition, ProxyError};
@@ -49,14 +50,35 @@ pub struct PgConn {
     pub(crate) unnamed_owner: Option<(u64, u64)>,
     /// Use counter for `prepared`'s LRU.
     pub(crate) tick: u64,
+    /// Cancels sent to this connection and not yet delivered.
+    pub(crate) cancels: Arc<CancelFlight>,
 }
 
+/// How long a forwarded cancel may take to be delivered.
+const CANCEL_LIMIT: Duration = Duration::from_secs(5);
+
 /// What a cancel needs: the server address and its key for the connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct PgCancelTarget {
     pub addr: Arc<str>,
     pub pid: u32,
     pub secret: u32,
+    /// The connection's cancels in flight (shared with it).
+    pub flight: Arc<CancelFlight>,
+}
+
+impl PartialEq for PgCancelTarget {
+    fn eq(&self, o: &Self) -> bool {
+        self.addr == o.addr && self.pid == o.pid && self.secret == o.secret
+    }
+}
+
+impl Eq for PgCancelTarget {}
+
+impl crate::cancel::CancelTarget for PgCancelTarget {
+    fn flight(&self) -> &Arc<CancelFlight> {
+        &self.flight
+    }
 }
 
 fn io_error(addr: &str, e: impl std::fmt::Display) -> ProxyError {
@@ -77,6 +99,7 @@ impl PgConn {
             addr: self.addr.clone(),
             pid,
             secret,
+            flight: self.cancels.clone(),
         })
     }
 
@@ -174,6 +197,7 @@ async fn connect_inner(addr: &str, secret: &Secret, database: &str) -> Result<Pg
         prepared: HashMap::new(),
         unnamed_owner: None,
         tick: 0,
+        cancels: Arc::default(),
     };
     let hello = startup::startup_message([("user", secret.user.as_str()), ("database", database)]);
     conn.stream.write_all(&hello).await.map_err(|e| io_error(addr, e))?;
@@ -300,7 +324,7 @@ pub async fn cancel(target: PgCancelTarget) -> Result<(), ProxyError> {
         }
         Ok(())
     };
-    tokio::time::timeout(Duration::from_secs(5), work)
+    tokio::time::timeout(CANCEL_LIMIT, work)
         .await
         .unwrap_or_else(|_| Err(io_error(&target.addr, "cancel timed out")))
 }

@@ -73,6 +73,10 @@ impl Engine for PgEngine {
         result
     }
 
+    fn cancel_flight(conn: &PgConn) -> &std::sync::Arc<crate::cancel::CancelFlight> {
+        &conn.cancels
+    }
+
     async fn cancel(&self, target: PgCancelTarget) -> Result<(), ProxyError> {
         backend::cancel(target).await
     }

@@ -121,8 +121,8 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     let mut stream = stream?;
     let (minor, params, unsupported) = match opening {
         Opening::Cancel { pid, secret } => {
-            if let Some(target) = core.cancels.lookup(pid, secret)
-                && let Err(e) = Box::pin(core.engine.cancel(target)).await
+            if let Some(claimed) = core.cancels.lookup(pid, secret)
+                && let Err(e) = Box::pin(core.engine.cancel(claimed.target.clone())).await
             {
                 tracing::info!(error = %e, "cancel request could not be delivered");
             }

@@ -124,6 +124,11 @@ impl TxSession {
     }
 
     fn client_message(&mut self, tag: u8, msg: Bytes) -> Result<(), End> {
+        match tag {
+            b'P' | b'B' | b'D' | b'C' | b'E' => self.unsynced = true,
+            b'S' => self.unsynced = false,
+            _ => {}
+        }
         let malformed =
             |e: messages::DecodeError| End::ClientError(ProxyError::new(Condition::ProtocolViolation, e.to_string()));
         match tag {

@@ -82,6 +82,10 @@ pub struct TxSession {
     readback: bool,
     /// After a synthetic error: drop client messages until Sync.
     client_skip: bool,
+    /// Extended-query messages were sent since the client's last Sync: the
+    /// backend's implicit transaction (and, after an error, its skipping
+    /// to that Sync) belongs to this client until the Sync.
+    unsynced: bool,
     status: u8,
 }
 
@@ -184,6 +188,7 @@ impl TxSession {
             pinned: None,
             readback: false,
             client_skip: false,
+            unsynced: false,
             status: b'I',
         }
     }
@@ -220,7 +225,7 @@ impl TxSession {
             );
         }
         self.cancel.slot.set(None);
-        let idle = self.queue.is_empty() && self.b_remaining == 0;
+        let idle = self.queue.is_empty() && self.b_remaining == 0 && !self.unsynced;
         if let Some(lease) = self.lease.take() {
             if idle {
                 // Rare and large futures are boxed so an idle session stays small.
@@ -407,7 +412,12 @@ impl TxSession {
                 "transaction blocks not allowed in statement pooling mode",
             )));
         }
-        if self.pinned.is_some() || !self.queue.is_empty() || self.status != b'I' || self.b_remaining > 0 {
+        if self.pinned.is_some()
+            || !self.queue.is_empty()
+            || self.unsynced
+            || self.status != b'I'
+            || self.b_remaining > 0
+        {
             return Ok(());
         }
         let Some(mut lease) = self.lease.take() else {
