@@ -394,7 +394,8 @@ role = "read_write"
 /// The same statement text prepared by two clients with different
 /// `sql_mode`s on one backend connection: each runs as the server parses
 /// it under the client's own mode (`||` is OR, or with PIPES_AS_CONCAT
-/// concatenation), as on a direct connection.
+/// concatenation), as on a direct connection; also after a `SET` of
+/// `sql_mode` the proxy cannot follow.
 fn prepared_sql_mode(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let (opts, stop, proxy) = one_connection_proxy(ctx).await?;
@@ -414,6 +415,18 @@ fn prepared_sql_mode(ctx: &Ctx) -> Result<()> {
                 "round {round}: PIPES_AS_CONCAT gave {rb:?}"
             );
         }
+        // A SET the proxy cannot follow (a prepared one, with its value a
+        // parameter) pins the client; the statement prepared on its
+        // connection before is not reused under the new mode.
+        let concat = "SELECT CAST(('a' || 'b') AS CHAR)";
+        let ra: Option<String> = a.exec_first(concat, ()).await?;
+        ensure!(ra.as_deref() == Some("0"), "default sql_mode gave {ra:?}");
+        a.exec_drop("SET SESSION sql_mode = ?", ("PIPES_AS_CONCAT",)).await?;
+        let ra: Option<String> = a.exec_first(concat, ()).await?;
+        ensure!(
+            ra.as_deref() == Some("ab"),
+            "after a prepared SET of PIPES_AS_CONCAT: {ra:?}"
+        );
         a.disconnect().await?;
         b.disconnect().await?;
         let _ = stop.send(());

@@ -319,7 +319,11 @@ async fn execute(
     let mut plan = Plan::default();
     plan.push(facts.info, facts.boundary, false);
     s.plan = plan;
-    if let Some(done) = s.forward(stream, &p).await? {
+    let forwarded = s.forward(stream, &p).await?;
+    if facts.pin == Some(PinReason::SetExpression.code()) {
+        s.reparse_prepared().await;
+    }
+    if let Some(done) = forwarded {
         s.cursor_open = done.cursor_opened;
     }
     Ok(())

@@ -283,6 +283,17 @@ impl Session {
         Ok(conn)
     }
 
+    /// After a `SET` the proxy cannot follow (an expression, a parameter:
+    /// the session is pinned), the connection's `sql_mode` and character
+    /// set may differ from those its prepared statements were parsed under,
+    /// so they are closed: a statement the client prepares next is parsed
+    /// anew, as on a direct connection.
+    pub async fn reparse_prepared(&mut self) {
+        if let Some(lease) = self.lease.as_mut() {
+            lease.conn().close_all_prepared().await;
+        }
+    }
+
     /// Sends a command to the backend (borrowing if needed) and relays the
     /// reply. `Ok(None)`: the client was sent an error instead.
     pub async fn forward(&mut self, stream: &mut ClientStream, payload: &[u8]) -> Result<Option<Done>, Fatal> {
@@ -389,6 +400,8 @@ impl Session {
         let mut first = Info::NONE;
         // A procedure may insert or read LAST_INSERT_ID().
         let mut call = false;
+        // A SET whose values the proxy does not see (it pins).
+        let mut untracked_set = false;
         // Transaction boundaries matter only with autocommit off (or about
         // to be): the classifier's key-word look-up is skipped otherwise.
         let mut boundaries = self.status & SERVER_STATUS_AUTOCOMMIT == 0;
@@ -412,6 +425,7 @@ impl Session {
             };
             plan.push(info, boundary, effect == MyEffect::NextTransaction);
             call |= effect == MyEffect::Pin(my_sql::PinReason::Call);
+            untracked_set |= effect == MyEffect::Pin(my_sql::PinReason::SetExpression);
             match effect {
                 MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
                 MyEffect::Kill(_) | MyEffect::KillUnsupported => {
@@ -480,7 +494,11 @@ impl Session {
             .flatten();
         let payload = rewritten.as_deref().unwrap_or(payload);
         self.plan = plan;
-        let Some(done) = self.forward(stream, payload).await? else {
+        let forwarded = self.forward(stream, payload).await?;
+        if untracked_set {
+            self.reparse_prepared().await;
+        }
+        let Some(done) = forwarded else {
             return Ok(());
         };
         if done.error.is_none() {
