@@ -92,6 +92,14 @@ impl CancelFlight {
     }
 }
 
+/// How [`CancelSlot::unless_cancelled`] ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LeaseWait<O> {
+    Done(O),
+    /// A cancel came; with the wait's result if it completed too.
+    Cancelled(Option<O>),
+}
+
 /// What an engine's cancel target shares with its connection.
 pub trait CancelTarget: Clone + Send + Sync + 'static {
     /// The connection's cancels in flight.
@@ -111,6 +119,11 @@ pub struct Claimed<T> {
 /// to end.
 pub struct CancelSlot<T> {
     target: Mutex<Option<T>>,
+    /// The session's statement waits for a backend connection (see
+    /// [`Self::unless_cancelled`]): a cancel then stops the wait instead.
+    waiting: AtomicBool,
+    /// A cancel came while [`Self::waiting`].
+    cancel_asked: AtomicBool,
     terminate: AtomicBool,
     /// The waker of the owning session's task while it waits idle or
     /// relays (see [`Self::poll_idle`]).
@@ -132,6 +145,8 @@ impl<T> CancelSlot<T> {
     fn new() -> Self {
         Self {
             target: Mutex::new(None),
+            waiting: AtomicBool::new(false),
+            cancel_asked: AtomicBool::new(false),
             terminate: AtomicBool::new(false),
             idle: AtomicWaker::new(),
             park: AtomicU8::new(BUSY),
@@ -222,16 +237,55 @@ impl<T: Clone> CancelSlot<T> {
     }
 
     /// The target, counted in flight under the slot's lock: a session that
-    /// empties the slot afterwards sees the cancel on its connection.
+    /// empties the slot afterwards sees the cancel on its connection. With
+    /// no target while the session's statement waits for a connection, the
+    /// cancel stops that wait ([`Self::unless_cancelled`]) instead.
     fn claim(&self) -> Option<Claimed<T>>
     where
         T: CancelTarget,
     {
         let target = self.target.lock().unwrap_or_else(PoisonError::into_inner);
+        if target.is_none() && self.waiting.load(Ordering::Acquire) {
+            self.cancel_asked.store(true, Ordering::Release);
+            self.idle.wake();
+        }
         target.as_ref().map(|t| Claimed {
             in_flight: t.flight().begin(),
             target: t.clone(),
         })
+    }
+
+    /// Runs `wait`, the session's wait for a backend connection for a
+    /// statement, so that a cancel for the session arriving meanwhile (it
+    /// has no backend query to reach yet) ends the wait: the statement
+    /// must then answer as cancelled without running. A cancel that comes
+    /// as the wait completes also counts ([`LeaseWait::Cancelled`] carries
+    /// what the wait gave, to be put back). The owning session only: its
+    /// task's waker is kept where the cancel finds it, as in an idle wait.
+    pub async fn unless_cancelled<F: std::future::Future>(&self, wait: F) -> LeaseWait<F::Output> {
+        self.cancel_asked.store(false, Ordering::Release);
+        self.waiting.store(true, Ordering::Release);
+        let asked = std::future::poll_fn(|cx| {
+            self.idle.register(cx.waker());
+            if self.cancel_asked.load(Ordering::Acquire) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        });
+        let out = tokio::select! {
+            biased;
+            () = asked => None,
+            out = wait => Some(out),
+        };
+        // Under the lock, so a cancel looking at the slot now sees either
+        // the wait or (once the session sets it) the target.
+        let _target = self.target.lock().unwrap_or_else(PoisonError::into_inner);
+        self.waiting.store(false, Ordering::Release);
+        match (out, self.cancel_asked.swap(false, Ordering::AcqRel)) {
+            (Some(out), false) => LeaseWait::Done(out),
+            (out, _) => LeaseWait::Cancelled(out),
+        }
     }
 }
 
@@ -434,6 +488,29 @@ mod tests {
         assert_eq!(name(reg.lookup(b.id, b.secret)), Some("backend-b"));
         drop(a);
         assert_eq!(reg.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_cancel_stops_a_wait_for_a_connection() {
+        let reg = Arc::new(CancelRegistry::<Target>::default());
+        let a = reg.register();
+        let slot = a.slot.clone();
+        let waiting = tokio::spawn(async move { slot.unless_cancelled(std::future::pending::<()>()).await });
+        while !a.slot.waiting.load(Ordering::Acquire) {
+            tokio::task::yield_now().await;
+        }
+        assert!(reg.lookup(a.id, a.secret).is_none(), "no backend query to reach");
+        let ended = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        assert_eq!(
+            ended.expect("the wait went on").expect("task"),
+            LeaseWait::Cancelled(None)
+        );
+        // The next wait is not cancelled by the old request; one that
+        // completes gives its result.
+        assert_eq!(a.slot.unless_cancelled(async { 7 }).await, LeaseWait::Done(7));
+        // A cancel with nothing waiting and no target is dropped.
+        assert!(reg.lookup(a.id, a.secret).is_none());
+        assert_eq!(a.slot.unless_cancelled(async { 8 }).await, LeaseWait::Done(8));
     }
 
     #[test]

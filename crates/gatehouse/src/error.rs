@@ -33,6 +33,9 @@ pub enum Condition {
     IdleTimeout,
     /// Another session ended this one (MySQL `KILL [CONNECTION] <id>`).
     Terminated,
+    /// A cancel reached the statement while it waited for a backend
+    /// connection: it did not run (the session goes on).
+    Canceled,
     BackendUnavailable,
     NoBackendForRole,
     Shutdown,
@@ -65,6 +68,7 @@ impl Condition {
             Self::LoginTimeout => "login_timeout",
             Self::IdleTimeout => "idle_timeout",
             Self::Terminated => "terminated",
+            Self::Canceled => "canceled",
             Self::BackendUnavailable => "backend_unavailable",
             Self::NoBackendForRole => "no_backend_for_role",
             Self::Shutdown => "shutdown",
@@ -78,7 +82,8 @@ impl Condition {
             | Self::FeatureNotSupported
             | Self::LoginTimeout
             | Self::IdleTimeout
-            | Self::Terminated => ErrorKind::Client,
+            | Self::Terminated
+            | Self::Canceled => ErrorKind::Client,
             Self::InvalidPassword | Self::NotAllowed | Self::UnknownDatabase => ErrorKind::Auth,
             Self::TooManyConnections => ErrorKind::Limit,
             Self::BackendUnavailable | Self::NoBackendForRole => ErrorKind::Backend,

@@ -25,3 +25,5 @@ pub const CANNOT_CONNECT_NOW: &str = "57P03";
 pub const IDLE_SESSION_TIMEOUT: &str = "57P05";
 /// `internal_error`.
 pub const INTERNAL_ERROR: &str = "XX000";
+/// `query_canceled`: a cancel request reached the statement.
+pub const QUERY_CANCELED: &str = "57014";

@@ -24,6 +24,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             kill_edges,
         ),
         ("kill::a_late_kill_query_reaches_no_other_client", late_kill_query),
+        (
+            "kill::kill_query_reaches_a_statement_waiting_for_a_connection",
+            waiting_kill_query,
+        ),
     ]
 }
 
@@ -343,6 +347,52 @@ fn late_kill_query(ctx: &Ctx) -> Result<()> {
             }
             ensure!(a_killed > 0, "no KILL QUERY landed in A's query");
             eprintln!("late KILL QUERY: A killed {a_killed} times, finished first {a_finished} times");
+            Ok(())
+        }
+        .await;
+        let _ = stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(15), proxy).await;
+        result
+    })
+}
+
+/// H holds the one backend connection in a transaction; W's statement
+/// waits for it. `KILL QUERY` of W ends the wait: the statement answers
+/// 1317 without running, and W's session goes on once H is done.
+fn waiting_kill_query(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let (opts, stop, proxy) = crate::txn::one_connection_proxy(ctx).await?;
+        let result = async {
+            let mut h = mysql_async::Conn::new(opts.clone()).await?;
+            let w = mysql_async::Conn::new(opts.clone()).await?;
+            let mut killer = mysql_async::Conn::new(opts.clone()).await?;
+            h.query_drop("BEGIN").await?;
+            h.query_drop("SELECT 1").await?;
+            let id = w.id();
+            let mut w = Some(w);
+            for prepared in [false, true] {
+                let mut conn = w.take().context("w")?;
+                let waiting = tokio::spawn(async move {
+                    let r: Result<Option<i64>, _> = if prepared {
+                        conn.exec_first("SELECT ?", (42,)).await
+                    } else {
+                        conn.query_first("SELECT 42").await
+                    };
+                    (r, conn)
+                });
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                killer.query_drop(format!("KILL QUERY {id}")).await?;
+                let (r, conn) = waiting.await?;
+                let e = r.err().context("the waiting statement ran")?;
+                ensure!(server_code(&e) == Some(1317), "prepared={prepared}: {e:?}");
+                w = Some(conn);
+            }
+            h.query_drop("COMMIT").await?;
+            let mut w = w.context("w")?;
+            let n: Option<i64> = w.query_first("SELECT 7").await?;
+            ensure!(n == Some(7), "W after its KILL QUERY: {n:?}");
+            let n: Option<i64> = w.exec_first("SELECT ?", (8,)).await?;
+            ensure!(n == Some(8), "W's prepared statement after its KILL QUERY: {n:?}");
             Ok(())
         }
         .await;

@@ -22,6 +22,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "cancel::a_failed_extended_query_keeps_its_connection_until_sync",
             unsynced_error,
         ),
+        (
+            "cancel::a_cancel_reaches_a_statement_waiting_for_a_connection",
+            waiting_cancel,
+        ),
     ]
 }
 
@@ -148,6 +152,53 @@ fn unsynced_error(ctx: &Ctx) -> Result<()> {
                 .context("B never got the connection")???;
             ensure!(row.get::<_, i32>(0) == 7);
             ensure!(a.query("SELECT 'a again'").await? == ["a again"]);
+            Ok(())
+        }
+        .await;
+        own.stop().await?;
+        result
+    })
+}
+
+/// H holds the one connection in a transaction; W's statements wait for
+/// it. A cancel for W ends the wait: W's statement answers 57014 without
+/// running (a simple query, then one in the extended protocol), and W's
+/// session goes on once H is done.
+fn waiting_cancel(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let own = OnePool::start(ctx).await?;
+        let result = async {
+            let h = own.client().await?;
+            let w = std::sync::Arc::new(own.client().await?);
+            h.batch_execute("BEGIN; SELECT 1").await?;
+            let token = w.cancel_token();
+            for extended in [false, true] {
+                let waiting = tokio::spawn({
+                    let w = w.clone();
+                    async move {
+                        if extended {
+                            w.query_one("SELECT $1::int", &[&42i32]).await.map(|_| ())
+                        } else {
+                            w.simple_query("SELECT 42").await.map(|_| ())
+                        }
+                    }
+                });
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                token.cancel_query(tokio_postgres::NoTls).await?;
+                let e = waiting.await?.err().context("the waiting statement ran")?;
+                ensure!(
+                    e.code() == Some(&SqlState::QUERY_CANCELED),
+                    "extended={extended}: {e} {:?}",
+                    e.as_db_error()
+                );
+            }
+            h.batch_execute("COMMIT").await?;
+            let n: i32 = w.query_one("SELECT $1::int", &[&7i32]).await?.get(0);
+            ensure!(n == 7, "W after its cancels: {n}");
+            ensure!(
+                crate::txn::text(&w, "SELECT 'w again'").await? == ["w again"],
+                "W's simple query after its cancels"
+            );
             Ok(())
         }
         .await;

@@ -30,7 +30,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
     ]
 }
 
-async fn text(c: &tokio_postgres::Client, sql: &str) -> Result<Vec<String>> {
+pub async fn text(c: &tokio_postgres::Client, sql: &str) -> Result<Vec<String>> {
     Ok(c.simple_query(sql)
         .await?
         .into_iter()

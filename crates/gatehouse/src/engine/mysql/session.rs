@@ -31,6 +31,7 @@ pub fn my_error(e: &ProxyError) -> MyError {
         Condition::IdleTimeout => errors::ER_NET_READ_ERROR,
         Condition::Shutdown => errors::ER_SERVER_SHUTDOWN,
         Condition::Terminated => errors::ER_CONNECTION_KILLED,
+        Condition::Canceled => errors::ER_QUERY_INTERRUPTED,
         Condition::BackendUnavailable | Condition::NoBackendForRole | Condition::Internal => errors::ER_UNKNOWN_ERROR,
     }
 }

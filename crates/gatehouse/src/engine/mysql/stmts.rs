@@ -194,6 +194,10 @@ async fn prepare(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> 
     // the server's earlier reply, without a round trip.
     let known = match s.conn().await {
         Ok(conn) => conn.prepared.get(&sql).cloned(),
+        Err(e) if e.condition == Condition::Canceled => {
+            let err = super::session::my_error(&e);
+            return s.error(stream, 1, err, &e.message).await;
+        }
         // forward_as borrows again and tells the client why it cannot.
         Err(_) => None,
     };

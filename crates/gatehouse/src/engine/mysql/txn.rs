@@ -34,7 +34,7 @@ use std::net::IpAddr;
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::cancel::CancelKey;
+use crate::cancel::{CancelKey, LeaseWait};
 use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
 use crate::engine::stream::ClientStream;
@@ -261,10 +261,26 @@ impl Session {
     }
 
     /// Borrows a connection if the session has none, and brings its
-    /// tracked variables to the client's.
+    /// tracked variables to the client's. A `KILL QUERY` for the session
+    /// while it waits for one ends the wait: the statement does not run
+    /// and answers 1317, as one the server interrupted.
     pub async fn conn(&mut self) -> Result<&mut MyConn, ProxyError> {
         if self.lease.is_none() {
-            let mut lease = self.pool.lease_for(self.cap.as_ref()).await?;
+            let waited = self
+                .cancel
+                .slot
+                .unless_cancelled(self.pool.lease_for(self.cap.as_ref()))
+                .await;
+            let mut lease = match waited {
+                LeaseWait::Done(lease) => lease?,
+                LeaseWait::Cancelled(lease) => {
+                    // Nothing ran on it: back to the pool as it is.
+                    if let Some(Ok(lease)) = lease {
+                        lease.recycle();
+                    }
+                    return Err(ProxyError::new(Condition::Canceled, "Query execution was interrupted"));
+                }
+            };
             self.cancel.slot.set(Some(lease.conn().cancel.clone()));
             let lid = lease.conn().last_insert_id;
             self.lease = Some(lease);

@@ -102,6 +102,7 @@ pub fn sqlstate_of(condition: Condition) -> &'static str {
         Condition::NoBackendForRole => sqlstate::CANNOT_CONNECT_NOW,
         // pg_terminate_backend's "terminating connection due to administrator command".
         Condition::Shutdown | Condition::Terminated => sqlstate::ADMIN_SHUTDOWN,
+        Condition::Canceled => sqlstate::QUERY_CANCELED,
         Condition::Internal => sqlstate::INTERNAL_ERROR,
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use gatehouse_proto_pg::frame::{self, Step, next_frame};
-use gatehouse_proto_pg::{extended, messages};
+use gatehouse_proto_pg::{extended, messages, sqlstate};
 use gatehouse_sql::{DiscardKind, Effect, PinReason, Scope};
 
 use super::TxSession;
@@ -118,9 +118,55 @@ impl TxSession {
             if self.client_skip && tag != b'S' {
                 continue;
             }
-            self.ensure_lease().await?;
+            if self.client_skip && self.lease.is_none() {
+                // The Sync ending a skip, with nothing on a server: the
+                // proxy's own error was the exchange's only answer.
+                self.client_skip = false;
+                let mut ready = BytesMut::new();
+                messages::put_ready(&mut ready, self.status);
+                self.queue.push(Pending::Synthetic(ready.freeze()), &mut self.to_client);
+                continue;
+            }
+            if !self.ensure_lease().await? {
+                self.answer_cancelled(tag);
+                continue;
+            }
             self.client_message(tag, msg)?;
         }
+    }
+
+    /// A cancel request came while the message waited for a backend
+    /// connection: it does not run, and the client gets what a server
+    /// gives a cancelled statement (57014), then, as after any error in an
+    /// extended-query exchange, the rest up to Sync is skipped.
+    fn answer_cancelled(&mut self, tag: u8) {
+        let mut out = BytesMut::new();
+        let error = |out: &mut BytesMut| {
+            messages::put_error(
+                out,
+                "ERROR",
+                sqlstate::QUERY_CANCELED,
+                "canceling statement due to user request",
+            );
+        };
+        match tag {
+            b'Q' | b'F' => {
+                error(&mut out);
+                messages::put_ready(&mut out, self.status);
+            }
+            // A Sync alone: nothing of the client's is pending on a server.
+            b'S' => {
+                self.client_skip = false;
+                messages::put_ready(&mut out, self.status);
+            }
+            // Flush, CopyData and the like: nothing to answer.
+            b'P' | b'B' | b'D' | b'C' | b'E' => {
+                error(&mut out);
+                self.client_skip = true;
+            }
+            _ => return,
+        }
+        self.queue.push(Pending::Synthetic(out.freeze()), &mut self.to_client);
     }
 
     fn client_message(&mut self, tag: u8, msg: Bytes) -> Result<(), End> {

@@ -23,7 +23,7 @@ use super::pending::{Disposition, Event, ResponseQueue};
 use super::relay::End;
 use super::statements::Registry;
 use super::tracked;
-use crate::cancel::CancelKey;
+use crate::cancel::{CancelKey, LeaseWait};
 use crate::config::{EndpointSettings, PoolMode};
 use crate::core::Core;
 use crate::engine::idle::{self, Woke};
@@ -442,13 +442,29 @@ impl TxSession {
         Ok(())
     }
 
-    async fn ensure_lease(&mut self) -> Result<(), End> {
+    /// Borrows a connection if the session has none: `Ok(false)` when a
+    /// cancel request came while it waited (the message is answered as
+    /// cancelled, see `answer_cancelled`).
+    async fn ensure_lease(&mut self) -> Result<bool, End> {
         if self.lease.is_some() {
-            return Ok(());
+            return Ok(true);
         }
-        let mut lease = Box::pin(self.pool.lease_for(self.backend_cap.as_ref()))
-            .await
-            .map_err(End::ClientError)?;
+        let waited = Box::pin(
+            self.cancel
+                .slot
+                .unless_cancelled(self.pool.lease_for(self.backend_cap.as_ref())),
+        )
+        .await;
+        let mut lease = match waited {
+            LeaseWait::Done(lease) => lease.map_err(End::ClientError)?,
+            LeaseWait::Cancelled(lease) => {
+                // Nothing ran on it: back to the pool as it is.
+                if let Some(Ok(lease)) = lease {
+                    lease.recycle();
+                }
+                return Ok(false);
+            }
+        };
         // Usually the connection has the client's values already: the
         // (boxed) apply is skipped.
         if !tracked::in_step(lease.conn(), &self.desired)
@@ -458,7 +474,7 @@ impl TxSession {
         }
         self.cancel.slot.set(lease.conn().cancel_target());
         self.lease = Some(lease);
-        Ok(())
+        Ok(true)
     }
 
     /// Starts the session on `lease`, pinned for `code` (state set up at
