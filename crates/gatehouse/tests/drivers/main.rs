@@ -1,0 +1,486 @@
+//! The real-driver matrix: the drivers people run (Python, Node.js, Go,
+//! Java; see `drivers/README.md`), each with many concurrent workers,
+//! through one in-process proxy in transaction mode whose pools are several
+//! times smaller than the worker count, in front of a real PostgreSQL and a
+//! real MariaDB primary. Each trial runs one driver program in one mode
+//! (`drivers/run LANG DRIVER MODE`), which checks every result it gets and
+//! exits non-zero on the first wrong one; `all_at_once` runs every program
+//! together, the load under which rare desyncs show.
+//!
+//! A driver's toolchain packages are installed on first use by
+//! `drivers/setup LANG` into `$HOME/.cache/gatehouse-drivers` (outside the
+//! clone, so CI reuses them).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use gatehouse_proto_mysql::auth::native_password;
+use gatehouse_proto_pg::auth::random_salt;
+use gatehouse_proto_pg::auth::scram::ScramVerifier;
+use gatehouse_testkit::{Cluster, Options, trials};
+use tokio::runtime::Runtime;
+
+/// Concurrent workers per driver program: four times the pool size.
+const WORKERS: usize = 20;
+/// Backend connections per (backend, user, database) pool.
+const POOL_SIZE: usize = 5;
+/// Iterations of the program's scenario per worker.
+const ITERATIONS: usize = 30;
+/// How long one driver program may run before it counts as hung.
+const PROGRAM_LIMIT: Duration = Duration::from_secs(300);
+
+/// Tenants of the PostgreSQL and the MariaDB cluster (one password).
+const PG_TENANT: &str = "drv_pg";
+const MY_TENANT: &str = "drv_my";
+const TENANT_PW: &str = "drv-pw";
+/// One backend user name on both servers, with a password of each's own:
+/// two secrets sharing a user name (see `engines::reload_*`).
+const OWNER: &str = "drv_owner";
+const PG_OWNER_PW: &str = "drv-owner-pg-pw";
+const MY_OWNER_PW: &str = "drv-owner-my-pw";
+const DATABASE: &str = "drv";
+const ADMIN_TOKEN: &str = "drivers-admin-token-0123456789";
+
+/// Every program of the matrix: (language, driver, engine, mode).
+const PROGRAMS: &[(&str, &str, &str, &str)] = &[
+    ("python", "pymysql", "mysql", "default"),
+    ("python", "mysql_connector", "mysql", "default"),
+    ("python", "mysql_connector", "mysql", "prepared"),
+    ("python", "psycopg", "postgres", "default"),
+    ("python", "psycopg", "postgres", "prepared"),
+    ("python", "sqlalchemy", "postgres", "default"),
+    ("python", "asyncpg", "postgres", "default"),
+    ("python", "asyncpg", "postgres", "prepared"),
+    ("node", "mysql2", "mysql", "default"),
+    ("node", "mysql2", "mysql", "prepared"),
+    ("node", "pg", "postgres", "default"),
+    ("node", "pg", "postgres", "prepared"),
+    ("go", "mysql", "mysql", "default"),
+    ("go", "mysql", "mysql", "prepared"),
+    ("go", "pgx", "postgres", "default"),
+    ("go", "pgx", "postgres", "prepared"),
+    ("java", "connectorj", "mysql", "default"),
+    ("java", "connectorj", "mysql", "prepared"),
+    ("java", "pgjdbc", "postgres", "default"),
+    ("java", "pgjdbc", "postgres", "prepared"),
+    ("cli", "mysql", "mysql", "default"),
+];
+
+pub struct Ctx {
+    _rt: Runtime,
+    cluster: Cluster,
+    dir: PathBuf,
+    pg: SocketAddr,
+    my: SocketAddr,
+    admin: SocketAddr,
+    /// Languages whose packages are installed already.
+    ready: Mutex<Vec<&'static str>>,
+    shutdown: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+fn repo_root() -> PathBuf {
+    // The package directory cargo gives the test process (not the one
+    // compiled in: a binary reused from a shared build cache may point at
+    // another checkout).
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest.join("../..")
+}
+
+fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
+    let pg = cluster.pg_primary().context("no PostgreSQL primary")?;
+    let my = cluster.mysql_primary().context("no MariaDB primary")?;
+    let verifier = ScramVerifier::from_password(TENANT_PW, &random_salt(), 4096).to_string();
+    let native = native_password::format_stored(&native_password::stored_hash(TENANT_PW.as_bytes()));
+    Ok(format!(
+        r#"
+[proxy]
+log_filter = "warn"
+park_idle_after = "100ms"
+auth_failures_per_minute_per_address = 1000
+auth_failures_per_minute_per_user = 100
+
+[admin]
+listen = "127.0.0.1:0"
+token_file = "{token}"
+
+[[clusters]]
+name = "pg"
+engine = "postgres"
+backends = ["{pg}"]
+monitor_secret = "pg_superuser"
+pool = {{ size = {POOL_SIZE}, borrow_timeout = "60s" }}
+
+[[clusters]]
+name = "my"
+engine = "mysql"
+backends = ["{my}"]
+monitor_secret = "my_superuser"
+pool = {{ size = {POOL_SIZE}, borrow_timeout = "60s" }}
+
+[[endpoints]]
+name = "pg"
+listen = "127.0.0.1:0"
+cluster = "pg"
+role = "read_write"
+pool_mode = "transaction"
+
+[[endpoints]]
+name = "my"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+pool_mode = "transaction"
+
+[[tenants]]
+name = "{PG_TENANT}"
+databases = ["{DATABASE}"]
+secret = "pg_owner"
+scram_verifier = "{verifier}"
+
+[[tenants]]
+name = "{MY_TENANT}"
+databases = ["{DATABASE}"]
+secret = "my_owner"
+mysql_native_password = "{native}"
+
+[[secrets]]
+name = "pg_superuser"
+user = "{pg_su}"
+password = "{pg_su_pw}"
+
+[[secrets]]
+name = "my_superuser"
+user = "{my_su}"
+password = "{my_su_pw}"
+
+[[secrets]]
+name = "pg_owner"
+user = "{OWNER}"
+password = "{PG_OWNER_PW}"
+
+[[secrets]]
+name = "my_owner"
+user = "{OWNER}"
+password = "{MY_OWNER_PW}"
+"#,
+        token = dir.join("admin.token").display(),
+        pg = pg.addr(),
+        my = my.addr(),
+        pg_su = cluster.pg_user(),
+        pg_su_pw = cluster.pg_password(),
+        my_su = cluster.mysql_user(),
+        my_su_pw = cluster.mysql_password(),
+    ))
+}
+
+fn prepare_cluster(cluster: &Cluster) -> Result<()> {
+    let pg = cluster.pg_primary().context("no PostgreSQL primary")?.name.clone();
+    cluster.pg_sql(
+        &pg,
+        "postgres",
+        &format!("CREATE ROLE {OWNER} LOGIN PASSWORD '{PG_OWNER_PW}'"),
+    )?;
+    cluster.pg_sql(&pg, "postgres", &format!("CREATE DATABASE {DATABASE} OWNER {OWNER}"))?;
+    let my = cluster.mysql_primary().context("no MariaDB primary")?.name.clone();
+    cluster.mysql_sql(
+        &my,
+        &format!(
+            "CREATE USER '{OWNER}'@'%' IDENTIFIED BY '{MY_OWNER_PW}'; CREATE DATABASE {DATABASE}; \
+             GRANT ALL ON {DATABASE}.* TO '{OWNER}'@'%';"
+        ),
+    )?;
+    Ok(())
+}
+
+fn setup() -> Result<Arc<Ctx>> {
+    trials::init_tracing();
+    let dir = trials::scratch_dir("drivers")?;
+    let opts = Options {
+        pg: true,
+        mysql: true,
+        pg_max_connections: 100,
+        mysql_max_connections: 200,
+        ..Options::default()
+    };
+    let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
+    prepare_cluster(&cluster)?;
+    std::fs::write(dir.join("admin.token"), ADMIN_TOKEN)?;
+    let text = config_text(&cluster, &dir)?;
+    std::fs::write(dir.join("gatehouse.toml"), &text)?;
+    let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let rt = trials::runtime()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (pg, my, admin) = rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let pg = app.local_addr("pg").context("pg endpoint")?;
+        let my = app.local_addr("my").context("my endpoint")?;
+        let admin = app.admin_addr().context("admin listener")?;
+        tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        anyhow::Ok((pg, my, admin))
+    })?;
+    Ok(Arc::new(Ctx {
+        _rt: rt,
+        cluster,
+        dir,
+        pg,
+        my,
+        admin,
+        ready: Mutex::new(Vec::new()),
+        shutdown: Mutex::new(Some(tx)),
+    }))
+}
+
+impl Ctx {
+    /// Installs `lang`'s packages once (`drivers/setup LANG`).
+    fn ensure(&self, lang: &'static str) -> Result<()> {
+        let mut ready = self.ready.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        if ready.contains(&lang) {
+            return Ok(());
+        }
+        let out = Command::new(repo_root().join("drivers/setup"))
+            .arg(lang)
+            .stdin(Stdio::null())
+            .output()
+            .context("running drivers/setup")?;
+        if !out.status.success() {
+            bail!(
+                "drivers/setup {lang} failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        ready.push(lang);
+        Ok(())
+    }
+
+    /// Starts one driver program; its output goes to a log file.
+    fn spawn(&self, (lang, driver, engine, mode): (&'static str, &str, &str, &str)) -> Result<Running> {
+        self.ensure(lang)?;
+        let addr = if engine == "mysql" { self.my } else { self.pg };
+        let tag = format!("{lang}_{driver}_{mode}");
+        let log = self.dir.join(format!("{tag}.log"));
+        let file = std::fs::File::create(&log)?;
+        let child = Command::new(repo_root().join("drivers/run"))
+            .args([lang, driver, mode])
+            .env("GH_ENGINE", engine)
+            .env("GH_HOST", addr.ip().to_string())
+            .env("GH_PORT", addr.port().to_string())
+            .env("GH_USER", if engine == "mysql" { MY_TENANT } else { PG_TENANT })
+            .env("GH_PASSWORD", TENANT_PW)
+            .env("GH_DATABASE", DATABASE)
+            .env("GH_WORKERS", WORKERS.to_string())
+            .env("GH_ITERATIONS", ITERATIONS.to_string())
+            .env("GH_POOL_SIZE", POOL_SIZE.to_string())
+            .env("GH_MODE", mode)
+            .env("GH_TAG", &tag)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .spawn()
+            .with_context(|| format!("starting drivers/run {lang} {driver} {mode}"))?;
+        Ok(Running {
+            tag,
+            log,
+            child,
+            started: Instant::now(),
+        })
+    }
+}
+
+struct Running {
+    tag: String,
+    log: PathBuf,
+    child: std::process::Child,
+    started: Instant,
+}
+
+impl Running {
+    /// Waits for the program; its log is the error if it failed.
+    fn wait(mut self) -> Result<()> {
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                let out = std::fs::read_to_string(&self.log).unwrap_or_default();
+                if !status.success() {
+                    bail!("{} failed ({status}):\n{}", self.tag, tail(&out, 60));
+                }
+                eprintln!("{}", out.lines().last().unwrap_or(""));
+                return Ok(());
+            }
+            if self.started.elapsed() > PROGRAM_LIMIT {
+                let _ = self.child.kill();
+                let out = std::fs::read_to_string(&self.log).unwrap_or_default();
+                bail!("{} did not finish in {PROGRAM_LIMIT:?}:\n{}", self.tag, tail(&out, 60));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn one(ctx: &Ctx, lang: &'static str, driver: &str, mode: &str) -> Result<()> {
+    let program = PROGRAMS
+        .iter()
+        .find(|p| p.0 == lang && p.1 == driver && p.3 == mode)
+        .copied()
+        .with_context(|| format!("no program {lang} {driver} {mode}"))?;
+    ctx.spawn(program)?.wait()
+}
+
+/// Every program at once: the proxy's pools shared by all their workers.
+fn all_at_once(ctx: &Ctx) -> Result<()> {
+    for lang in ["python", "node", "go", "java", "cli"] {
+        ctx.ensure(lang)?;
+    }
+    let running = PROGRAMS.iter().map(|p| ctx.spawn(*p)).collect::<Result<Vec<_>>>()?;
+    let failures: Vec<String> = running
+        .into_iter()
+        .filter_map(|r| r.wait().err().map(|e| format!("{e:#}")))
+        .collect();
+    if !failures.is_empty() {
+        bail!(
+            "{} of {} programs failed:\n{}",
+            failures.len(),
+            PROGRAMS.len(),
+            failures.join("\n\n")
+        );
+    }
+    Ok(())
+}
+
+/// Two secrets share a backend user name (one for the PostgreSQL, one for
+/// the MariaDB cluster, with different passwords): a reload with nothing
+/// changed leaves every pool on its own secret, so clients logged in
+/// before it still get backend connections on both engines after it (by
+/// user name alone, one engine's pool took the other's password, and its
+/// new backend logins failed until a client logged in again).
+fn reload_secrets(ctx: &Ctx) -> Result<()> {
+    ctx._rt.block_on(async {
+        let mut pg = Vec::new();
+        let mut my = Vec::new();
+        for _ in 0..8 {
+            let conninfo = format!(
+                "host={} port={} user={PG_TENANT} password={TENANT_PW} dbname={DATABASE} sslmode=disable",
+                ctx.pg.ip(),
+                ctx.pg.port()
+            );
+            let (client, conn) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls).await?;
+            tokio::spawn(conn);
+            pg.push(client);
+            let opts: mysql_async::Opts = mysql_async::OptsBuilder::default()
+                .ip_or_hostname(ctx.my.ip().to_string())
+                .tcp_port(ctx.my.port())
+                .user(Some(MY_TENANT))
+                .pass(Some(TENANT_PW))
+                .db_name(Some(DATABASE))
+                .prefer_socket(false)
+                .into();
+            my.push(mysql_async::Conn::new(opts).await?);
+        }
+        let (pg, my) = transactions(pg, my).await.context("before the reload")?;
+        let reload = gatehouse_testkit::http::request(ctx.admin, "POST", "/api/reload", Some(ADMIN_TOKEN))?;
+        anyhow::ensure!(reload.status == 200, "reload: {} {}", reload.status, reload.body);
+        transactions(pg, my).await.context("after the reload")?;
+        anyhow::Ok(())
+    })
+}
+
+/// One transaction on every client at once: more than the pools hold, so
+/// backend connections are opened (the reload closes idle ones of a pool
+/// whose credentials changed).
+async fn transactions(
+    pg: Vec<tokio_postgres::Client>,
+    my: Vec<mysql_async::Conn>,
+) -> Result<(Vec<tokio_postgres::Client>, Vec<mysql_async::Conn>)> {
+    use mysql_async::prelude::Queryable;
+    let pg_tasks: Vec<_> = pg
+        .into_iter()
+        .map(|client| {
+            tokio::spawn(async move {
+                client.batch_execute("BEGIN; SELECT pg_sleep(0.2); COMMIT").await?;
+                anyhow::Ok(client)
+            })
+        })
+        .collect();
+    let my_tasks: Vec<_> = my
+        .into_iter()
+        .map(|mut c| {
+            tokio::spawn(async move {
+                c.query_drop("BEGIN").await?;
+                c.query_drop("DO SLEEP(0.2)").await?;
+                c.query_drop("COMMIT").await?;
+                anyhow::Ok(c)
+            })
+        })
+        .collect();
+    let mut pg = Vec::new();
+    for t in pg_tasks {
+        pg.push(t.await?.context("PostgreSQL transaction")?);
+    }
+    let mut my = Vec::new();
+    for t in my_tasks {
+        my.push(t.await?.context("MariaDB transaction")?);
+    }
+    Ok((pg, my))
+}
+
+macro_rules! programs {
+    ($($name:ident => ($lang:literal, $driver:literal, $mode:literal)),* $(,)?) => {
+        $(fn $name(ctx: &Ctx) -> Result<()> { one(ctx, $lang, $driver, $mode) })*
+        const CASES: &[(&str, trials::Case<Ctx>)] = &[
+            $((concat!("drivers::", stringify!($name)), $name),)*
+            ("drivers::all_at_once", all_at_once),
+            ("engines::reload_keeps_each_pool_on_its_own_secret", reload_secrets),
+        ];
+    };
+}
+
+programs! {
+    mysql_pymysql => ("python", "pymysql", "default"),
+    mysql_connector_python => ("python", "mysql_connector", "default"),
+    mysql_connector_python_prepared => ("python", "mysql_connector", "prepared"),
+    mysql_mysql2_query => ("node", "mysql2", "default"),
+    mysql_mysql2_execute => ("node", "mysql2", "prepared"),
+    mysql_go_sql_driver_interpolated => ("go", "mysql", "default"),
+    mysql_go_sql_driver_prepared => ("go", "mysql", "prepared"),
+    mysql_connectorj_hikari => ("java", "connectorj", "default"),
+    mysql_connectorj_hikari_server_prepared => ("java", "connectorj", "prepared"),
+    mysql_cli => ("cli", "mysql", "default"),
+    pg_psycopg => ("python", "psycopg", "default"),
+    pg_psycopg_prepared_pipeline => ("python", "psycopg", "prepared"),
+    pg_sqlalchemy_queuepool => ("python", "sqlalchemy", "default"),
+    pg_asyncpg => ("python", "asyncpg", "default"),
+    pg_asyncpg_statement_cache => ("python", "asyncpg", "prepared"),
+    pg_node_postgres => ("node", "pg", "default"),
+    pg_node_postgres_named => ("node", "pg", "prepared"),
+    pg_pgx => ("go", "pgx", "default"),
+    pg_pgx_statement_cache_batches => ("go", "pgx", "prepared"),
+    pg_pgjdbc_hikari => ("java", "pgjdbc", "default"),
+    pg_pgjdbc_hikari_prepare_threshold_1 => ("java", "pgjdbc", "prepared"),
+}
+
+fn main() -> ExitCode {
+    trials::run(CASES.to_vec(), setup, teardown)
+}
+
+fn teardown(ctx: Arc<Ctx>) {
+    if let Some(tx) = ctx.shutdown.lock().ok().and_then(|mut s| s.take()) {
+        let _ = tx.send(());
+    }
+    let dir: &Path = &ctx.dir;
+    let dir = dir.to_path_buf();
+    let _ = &ctx.cluster;
+    drop(ctx);
+    let _ = std::fs::remove_dir_all(dir);
+}
