@@ -261,11 +261,14 @@ impl Ctx {
         Ok(())
     }
 
-    /// Starts one driver program; its output goes to a log file.
-    fn spawn(&self, (lang, driver, engine, mode): (&'static str, &str, &str, &str)) -> Result<Running> {
+    /// Starts one driver program; its output goes to a log file. `run`
+    /// names the run in the program's tag (its tables and schemas are named
+    /// after it), so a program running alone and the same one in
+    /// `all_at_once` (trials run in parallel) never share a table.
+    fn spawn(&self, (lang, driver, engine, mode): (&'static str, &str, &str, &str), run: &str) -> Result<Running> {
         self.ensure(lang)?;
         let addr = if engine == "mysql" { self.my } else { self.pg };
-        let tag = format!("{lang}_{driver}_{mode}");
+        let tag = format!("{lang}_{driver}_{mode}{run}");
         let log = self.dir.join(format!("{tag}.log"));
         let file = std::fs::File::create(&log)?;
         let child = Command::new(repo_root().join("drivers/run"))
@@ -335,7 +338,7 @@ fn one(ctx: &Ctx, lang: &'static str, driver: &str, mode: &str) -> Result<()> {
         .find(|p| p.0 == lang && p.1 == driver && p.3 == mode)
         .copied()
         .with_context(|| format!("no program {lang} {driver} {mode}"))?;
-    ctx.spawn(program)?.wait()
+    ctx.spawn(program, "")?.wait()
 }
 
 /// Every program at once: the proxy's pools shared by all their workers.
@@ -343,7 +346,10 @@ fn all_at_once(ctx: &Ctx) -> Result<()> {
     for lang in ["python", "node", "go", "java", "cli"] {
         ctx.ensure(lang)?;
     }
-    let running = PROGRAMS.iter().map(|p| ctx.spawn(*p)).collect::<Result<Vec<_>>>()?;
+    let running = PROGRAMS
+        .iter()
+        .map(|p| ctx.spawn(*p, "_all"))
+        .collect::<Result<Vec<_>>>()?;
     let failures: Vec<String> = running
         .into_iter()
         .filter_map(|r| r.wait().err().map(|e| format!("{e:#}")))
