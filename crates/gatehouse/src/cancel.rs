@@ -96,8 +96,8 @@ impl CancelFlight {
 #[derive(Debug, PartialEq, Eq)]
 pub enum LeaseWait<O> {
     Done(O),
-    /// A cancel came; with the wait's result if it completed too.
-    Cancelled(Option<O>),
+    /// A cancel came first.
+    Cancelled,
 }
 
 /// What an engine's cancel target shares with its connection.
@@ -228,8 +228,28 @@ impl<T> CancelSlot<T> {
 }
 
 impl<T: Clone> CancelSlot<T> {
+    /// Sets (or empties) the target; a wait for a connection the session
+    /// gave up on ends here too.
     pub fn set(&self, target: Option<T>) {
-        *self.target.lock().unwrap_or_else(PoisonError::into_inner) = target;
+        let mut slot = self.target.lock().unwrap_or_else(PoisonError::into_inner);
+        self.waiting.store(false, Ordering::Release);
+        *slot = target;
+    }
+
+    /// After [`Self::unless_cancelled`] gave the session its connection
+    /// and the session made it ready (session state brought over): sets
+    /// `target` unless a cancel came since the wait began, under the
+    /// slot's lock, so a cancel reaches either the wait or the target, never
+    /// neither. `false`: cancelled, the statement answers as such.
+    pub fn publish(&self, target: Option<T>) -> bool {
+        let mut slot = self.target.lock().unwrap_or_else(PoisonError::into_inner);
+        self.waiting.store(false, Ordering::Release);
+        if self.cancel_asked.swap(false, Ordering::AcqRel) {
+            *slot = None;
+            return false;
+        }
+        *slot = target;
+        true
     }
 
     pub fn get(&self) -> Option<T> {
@@ -239,7 +259,11 @@ impl<T: Clone> CancelSlot<T> {
     /// The target, counted in flight under the slot's lock: a session that
     /// empties the slot afterwards sees the cancel on its connection. With
     /// no target while the session's statement waits for a connection, the
-    /// cancel stops that wait ([`Self::unless_cancelled`]) instead.
+    /// cancel is marked to stop that wait ([`Self::unless_cancelled`])
+    /// instead; the canceller wakes it ([`CancelRegistry::wake_cancelled`])
+    /// once it has answered its own client, so that, as with a server, the
+    /// canceller hears "done" before the cancelled statement its error
+    /// (Connector/J tells a timeout from an interruption by that order).
     fn claim(&self) -> Option<Claimed<T>>
     where
         T: CancelTarget,
@@ -247,7 +271,6 @@ impl<T: Clone> CancelSlot<T> {
         let target = self.target.lock().unwrap_or_else(PoisonError::into_inner);
         if target.is_none() && self.waiting.load(Ordering::Acquire) {
             self.cancel_asked.store(true, Ordering::Release);
-            self.idle.wake();
         }
         target.as_ref().map(|t| Claimed {
             in_flight: t.flight().begin(),
@@ -258,10 +281,12 @@ impl<T: Clone> CancelSlot<T> {
     /// Runs `wait`, the session's wait for a backend connection for a
     /// statement, so that a cancel for the session arriving meanwhile (it
     /// has no backend query to reach yet) ends the wait: the statement
-    /// must then answer as cancelled without running. A cancel that comes
-    /// as the wait completes also counts ([`LeaseWait::Cancelled`] carries
-    /// what the wait gave, to be put back). The owning session only: its
-    /// task's waker is kept where the cancel finds it, as in an idle wait.
+    /// must then answer as cancelled without running. After
+    /// [`LeaseWait::Done`] the session stays cancellable this way until it
+    /// [`Self::publish`]es the connection's target (or [`Self::set`]s the
+    /// slot), which tells whether a cancel came meanwhile. The owning
+    /// session only: its task's waker is kept where the cancel finds it,
+    /// as in an idle wait.
     pub async fn unless_cancelled<F: std::future::Future>(&self, wait: F) -> LeaseWait<F::Output> {
         self.cancel_asked.store(false, Ordering::Release);
         self.waiting.store(true, Ordering::Release);
@@ -278,13 +303,13 @@ impl<T: Clone> CancelSlot<T> {
             () = asked => None,
             out = wait => Some(out),
         };
-        // Under the lock, so a cancel looking at the slot now sees either
-        // the wait or (once the session sets it) the target.
-        let _target = self.target.lock().unwrap_or_else(PoisonError::into_inner);
-        self.waiting.store(false, Ordering::Release);
-        match (out, self.cancel_asked.swap(false, Ordering::AcqRel)) {
-            (Some(out), false) => LeaseWait::Done(out),
-            (out, _) => LeaseWait::Cancelled(out),
+        match out {
+            Some(out) => LeaseWait::Done(out),
+            None => {
+                self.set(None);
+                self.cancel_asked.store(false, Ordering::Release);
+                LeaseWait::Cancelled
+            }
         }
     }
 }
@@ -381,6 +406,22 @@ impl<T: Clone> CancelRegistry<T> {
             entry.slot.claim()
         } else {
             None
+        }
+    }
+
+    /// Wakes session `id` if a cancel was marked for its wait for a
+    /// connection (see [`CancelSlot::unless_cancelled`]).
+    pub fn wake_cancelled(&self, id: u32) {
+        let slot = self
+            .map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+            .map(|e| e.slot.clone());
+        if let Some(slot) = slot
+            && slot.cancel_asked.load(Ordering::Acquire)
+        {
+            slot.wake_idle();
         }
     }
 
@@ -500,17 +541,25 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert!(reg.lookup(a.id, a.secret).is_none(), "no backend query to reach");
+        reg.wake_cancelled(a.id);
         let ended = tokio::time::timeout(Duration::from_secs(5), waiting).await;
-        assert_eq!(
-            ended.expect("the wait went on").expect("task"),
-            LeaseWait::Cancelled(None)
-        );
+        assert_eq!(ended.expect("the wait went on").expect("task"), LeaseWait::Cancelled);
         // The next wait is not cancelled by the old request; one that
-        // completes gives its result.
+        // completes gives its result, and its target is published.
         assert_eq!(a.slot.unless_cancelled(async { 7 }).await, LeaseWait::Done(7));
+        assert!(a.slot.publish(Some(target("backend-a"))));
+        assert!(a.slot.get().is_some());
+        a.slot.set(None);
+        // A cancel after the wait ended but before the target is published
+        // still counts.
+        assert_eq!(a.slot.unless_cancelled(async { 8 }).await, LeaseWait::Done(8));
+        assert!(reg.lookup(a.id, a.secret).is_none());
+        assert!(!a.slot.publish(Some(target("backend-a"))), "the cancel was lost");
+        assert!(a.slot.get().is_none());
         // A cancel with nothing waiting and no target is dropped.
         assert!(reg.lookup(a.id, a.secret).is_none());
-        assert_eq!(a.slot.unless_cancelled(async { 8 }).await, LeaseWait::Done(8));
+        assert_eq!(a.slot.unless_cancelled(async { 9 }).await, LeaseWait::Done(9));
+        assert!(a.slot.publish(None));
     }
 
     #[test]

@@ -65,6 +65,11 @@ impl Session {
             {
                 tracing::info!(error = %e, "KILL QUERY could not be delivered");
             }
+            // A statement of that session waiting for a connection stops
+            // once this KILL has been answered, as on a server.
+            let answered = self.local_ok(stream).await;
+            self.core.cancels.wake_cancelled(id);
+            return answered;
         } else if !self.core.cancels.terminate_owned(id, &self.tenant.name) {
             return self.no_such_thread(stream, kill.id).await;
         }

@@ -271,17 +271,20 @@ impl Session {
                 .slot
                 .unless_cancelled(self.pool.lease_for(self.cap.as_ref()))
                 .await;
+            let interrupted = || ProxyError::new(Condition::Canceled, "Query execution was interrupted");
             let mut lease = match waited {
-                LeaseWait::Done(lease) => lease?,
-                LeaseWait::Cancelled(lease) => {
-                    // Nothing ran on it: back to the pool as it is.
-                    if let Some(Ok(lease)) = lease {
-                        lease.recycle();
-                    }
-                    return Err(ProxyError::new(Condition::Canceled, "Query execution was interrupted"));
+                LeaseWait::Done(Ok(lease)) => lease,
+                LeaseWait::Done(Err(e)) => {
+                    self.cancel.slot.set(None);
+                    return Err(e);
                 }
+                LeaseWait::Cancelled => return Err(interrupted()),
             };
-            self.cancel.slot.set(Some(lease.conn().cancel.clone()));
+            if !self.cancel.slot.publish(Some(lease.conn().cancel.clone())) {
+                // A KILL QUERY came as the connection was handed over.
+                lease.recycle();
+                return Err(interrupted());
+            }
             let lid = lease.conn().last_insert_id;
             self.lease = Some(lease);
             self.carry.lease_changed();

@@ -126,6 +126,7 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
             {
                 tracing::info!(error = %e, "cancel request could not be delivered");
             }
+            core.cancels.wake_cancelled(pid);
             return None;
         }
         Opening::Startup {

@@ -456,14 +456,12 @@ impl TxSession {
         )
         .await;
         let mut lease = match waited {
-            LeaseWait::Done(lease) => lease.map_err(End::ClientError)?,
-            LeaseWait::Cancelled(lease) => {
-                // Nothing ran on it: back to the pool as it is.
-                if let Some(Ok(lease)) = lease {
-                    lease.recycle();
-                }
-                return Ok(false);
+            LeaseWait::Done(Ok(lease)) => lease,
+            LeaseWait::Done(Err(e)) => {
+                self.cancel.slot.set(None);
+                return Err(End::ClientError(e));
             }
+            LeaseWait::Cancelled => return Ok(false),
         };
         // Usually the connection has the client's values already: the
         // (boxed) apply is skipped.
@@ -472,7 +470,11 @@ impl TxSession {
         {
             return Err(End::BackendGone(e.to_string()));
         }
-        self.cancel.slot.set(lease.conn().cancel_target());
+        if !self.cancel.slot.publish(lease.conn().cancel_target()) {
+            // Cancelled while it was made ready: nothing of the client's ran.
+            lease.recycle();
+            return Ok(false);
+        }
         self.lease = Some(lease);
         Ok(true)
     }
