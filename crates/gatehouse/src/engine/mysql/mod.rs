@@ -32,6 +32,7 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
 pub mod kill;
 pub mod login;
 mod parked;
+mod relay;
 pub mod session;
 pub mod stmts;
 pub mod txn;
