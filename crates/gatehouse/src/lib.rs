@@ -15,6 +15,7 @@ pub mod limits;
 pub mod park;
 pub mod pool;
 pub mod reload;
+pub mod router;
 pub mod stats;
 pub mod tenants;
 pub mod tls;

@@ -40,6 +40,12 @@ struct BackendLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterLabels {
+    engine: String,
+    cluster: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PinLabels {
     engine: String,
     reason: String,
@@ -77,6 +83,13 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
     let pools = Family::<EngineLabels, Gauge>::default();
     let pool_conns = Family::<PoolLabels, Gauge>::default();
     let backend_up = Family::<BackendLabels, Gauge>::default();
+    let backend_leases = Family::<BackendLabels, Gauge>::default();
+    let backend_routed = Family::<BackendLabels, Counter>::default();
+    let backend_lag = Family::<BackendLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    let backend_elected = Family::<BackendLabels, Gauge>::default();
+    let waiting = Family::<ClusterLabels, Gauge>::default();
+    let failovers = Family::<ClusterLabels, Counter>::default();
+    let without_writer = Family::<ClusterLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     let pins = Family::<PinLabels, Counter>::default();
     let errors = Family::<ErrorLabels, Counter>::default();
     for core in &state.cores {
@@ -102,14 +115,31 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
             }
         }
         for b in &s.backends {
-            backend_up
-                .get_or_create(&BackendLabels {
-                    engine: s.engine.to_owned(),
-                    cluster: b.cluster.clone(),
-                    backend: b.backend.clone(),
-                    role: b.role.to_owned(),
-                })
-                .set(i64::from(b.up));
+            let labels = BackendLabels {
+                engine: s.engine.to_owned(),
+                cluster: b.cluster.clone(),
+                backend: b.backend.clone(),
+                role: b.role.to_owned(),
+            };
+            backend_up.get_or_create(&labels).set(i64::from(b.up));
+            backend_elected.get_or_create(&labels).set(i64::from(b.elected));
+            backend_leases.get_or_create(&labels).set(gauge(b.leases));
+            backend_routed.get_or_create(&labels).inc_by(b.routed);
+            if let Some(lag) = b.lag_seconds {
+                backend_lag.get_or_create(&labels).set(lag);
+            }
+        }
+        for c in &s.clusters {
+            let labels = ClusterLabels {
+                engine: s.engine.to_owned(),
+                cluster: c.cluster.clone(),
+            };
+            waiting.get_or_create(&labels).set(gauge(c.waiting));
+            let done: Vec<_> = c.failovers.iter().filter(|f| f.elected.is_some()).collect();
+            failovers.get_or_create(&labels).inc_by(done.len() as u64);
+            if let Some(last) = done.last().and_then(|f| f.seconds_without_writer) {
+                without_writer.get_or_create(&labels).set(last);
+            }
         }
         for (reason, n) in &s.pinned_sessions {
             pins.get_or_create(&PinLabels {
@@ -151,6 +181,33 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
         pool_conns,
     );
     registry.register("backend_up", "Whether a backend passes its health checks", backend_up);
+    registry.register(
+        "backend_elected_writer",
+        "Whether the backend is its cluster's elected writer",
+        backend_elected,
+    );
+    registry.register("backend_leases", "Leases outstanding on a backend now", backend_leases);
+    registry.register(
+        "backend_routed",
+        "Leases routed to a backend since start",
+        backend_routed,
+    );
+    registry.register(
+        "backend_replication_lag_seconds",
+        "A replica's replication lag, as its last probe reported it",
+        backend_lag,
+    );
+    registry.register(
+        "cluster_waiting_sessions",
+        "Sessions waiting for a backend to route to (no writer during a failover)",
+        waiting,
+    );
+    registry.register("cluster_failovers", "Writer changes after a writer was lost", failovers);
+    registry.register(
+        "cluster_last_failover_seconds",
+        "How long the cluster's last failover went without a writer",
+        without_writer,
+    );
     registry.register(
         "pinned_sessions",
         "Client sessions pinned to a backend connection, by reason",

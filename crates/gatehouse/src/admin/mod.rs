@@ -63,6 +63,7 @@ fn router(state: Arc<AdminState>) -> Router {
         .route("/api/health", get(|| async { "ok\n" }))
         .route("/api/pools", get(pools))
         .route("/api/backends", get(backends))
+        .route("/api/clusters", get(clusters))
         .route("/api/stats", get(stats))
         .route("/api/reload", post(reload))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
@@ -115,6 +116,10 @@ async fn pools(State(state): State<Arc<AdminState>>) -> Response {
 
 async fn backends(State(state): State<Arc<AdminState>>) -> Response {
     per_engine(&state, "backends", |s| serde_json::json!(s.backends))
+}
+
+async fn clusters(State(state): State<Arc<AdminState>>) -> Response {
+    per_engine(&state, "clusters", |s| serde_json::json!(s.clusters))
 }
 
 async fn stats(State(state): State<Arc<AdminState>>) -> Response {

@@ -25,9 +25,30 @@ pub struct PoolView {
 pub struct BackendView {
     pub cluster: String,
     pub backend: String,
+    /// What the backend says it is: "writer", "reader" or "unknown".
     pub role: &'static str,
     pub up: bool,
+    /// The cluster's elected writer (read/write endpoints route to it).
+    pub elected: bool,
+    /// A lost writer, not used as one until it reports read-only.
+    pub fenced: bool,
+    pub lag_seconds: Option<f64>,
+    pub position: Option<String>,
+    /// Leases outstanding on it now, and routed to it since start.
+    pub leases: usize,
+    pub routed: u64,
     pub max_connections: Option<u32>,
+    pub last_error: Option<String>,
+}
+
+/// A cluster's writer, its waiting sessions and its failovers.
+#[derive(Debug, Serialize)]
+pub struct ClusterView {
+    pub cluster: String,
+    pub writer: Option<String>,
+    /// Sessions waiting for a backend to route to (no writer, no replica).
+    pub waiting: usize,
+    pub failovers: Vec<crate::topology::FailoverEvent>,
 }
 
 #[derive(Debug, Serialize)]
@@ -43,6 +64,7 @@ pub struct CoreSnapshot {
     pub tenants: usize,
     pub pools: Vec<PoolView>,
     pub backends: Vec<BackendView>,
+    pub clusters: Vec<ClusterView>,
     pub pinned_sessions: BTreeMap<&'static str, u64>,
     pub errors: Vec<ErrorCount>,
     pub accepted_connections: u64,
@@ -85,8 +107,10 @@ impl<E: Engine> CoreView for Core<E> {
             (&a.cluster, &a.backend, &a.user, &a.database).cmp(&(&b.cluster, &b.backend, &b.user, &b.database))
         });
         let mut backends = Vec::new();
+        let mut clusters = Vec::new();
         for cluster in self.settings.clusters.iter().filter(|c| c.engine == E::KIND) {
             if let Some(state) = self.topology.cluster(&cluster.name) {
+                let writer = state.writer();
                 for b in &state.backends {
                     let h = b.health();
                     backends.push(BackendView {
@@ -94,9 +118,22 @@ impl<E: Engine> CoreView for Core<E> {
                         backend: b.addr.clone(),
                         role: role_name(h.role),
                         up: h.up,
+                        elected: writer.is_some_and(|w| std::sync::Arc::ptr_eq(w, b)),
+                        fenced: h.fence != crate::topology::Fence::None,
+                        lag_seconds: h.lag.map(|l| l.as_secs_f64()),
+                        position: h.position,
+                        leases: b.leases.load(std::sync::atomic::Ordering::Relaxed),
+                        routed: b.routed.load(std::sync::atomic::Ordering::Relaxed),
                         max_connections: h.max_connections,
+                        last_error: h.last_error,
                     });
                 }
+                clusters.push(ClusterView {
+                    cluster: cluster.name.clone(),
+                    writer: writer.map(|w| w.addr.clone()),
+                    waiting: state.waiting.load(std::sync::atomic::Ordering::Relaxed),
+                    failovers: state.events(),
+                });
             }
         }
         let errors = self
@@ -110,6 +147,7 @@ impl<E: Engine> CoreView for Core<E> {
             tenants: self.tenants.len(),
             pools,
             backends,
+            clusters,
             pinned_sessions: self.stats.pins(),
             errors,
             accepted_connections: self.stats.accepted(),

@@ -29,6 +29,14 @@ pub enum EndpointRole {
 
 /// How long a client keeps its backend connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderFallback {
+    /// The writer serves reads while no replica can (the default).
+    Writer,
+    /// Reads wait for a replica (up to the cluster's `failover_hold`), then fail.
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolMode {
     /// For the whole client session; reset with `DISCARD ALL` when it ends.
     Session,
@@ -76,6 +84,16 @@ pub struct ClusterSettings {
     /// Credentials for health checks and role discovery.
     pub monitor: Option<Arc<Secret>>,
     pub health_check_interval: Duration,
+    /// A probe slower than this failed: a hung server (SIGSTOP, a stalled
+    /// disk) is noticed although its sockets stay open.
+    pub health_check_timeout: Duration,
+    /// Consecutive failed probes before a backend is marked down.
+    pub health_check_failures: u32,
+    /// Consecutive good probes before a down backend is marked up again.
+    pub health_check_successes: u32,
+    /// How long a transaction (or a login) waits for a writer, or for any
+    /// backend its endpoint may use, before it gets an error.
+    pub failover_hold: Duration,
     pub connect_timeout: Duration,
     /// Backend connections per (backend, backend user, database).
     pub pool_size: u32,
@@ -99,6 +117,10 @@ pub struct EndpointSettings {
     pub listen: SocketAddr,
     pub cluster: Arc<ClusterSettings>,
     pub role: EndpointRole,
+    /// Read-only endpoints: replicas further behind than this are skipped.
+    pub max_replica_lag: Option<Duration>,
+    /// Read-only endpoints: what serves reads when no replica can.
+    pub reader_fallback: ReaderFallback,
     pub pool_mode: PoolMode,
     pub max_client_connections: u32,
     /// Clients idle (outside a transaction) longer than this are disconnected.

@@ -86,6 +86,12 @@ pub struct RawCluster {
     #[serde(default, with = "humantime_serde::option")]
     pub health_check_interval: Option<Duration>,
     #[serde(default, with = "humantime_serde::option")]
+    pub health_check_timeout: Option<Duration>,
+    pub health_check_failures: Option<Spanned<u32>>,
+    pub health_check_successes: Option<Spanned<u32>>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub failover_hold: Option<Duration>,
+    #[serde(default, with = "humantime_serde::option")]
     pub connect_timeout: Option<Duration>,
     #[serde(default)]
     pub pool: RawPool,
@@ -114,6 +120,9 @@ pub struct RawEndpoint {
     pub cluster: Spanned<String>,
     pub role: Spanned<String>,
     pub pool_mode: Option<Spanned<String>>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub max_replica_lag: Option<Duration>,
+    pub reader_fallback: Option<Spanned<String>>,
     pub max_client_connections: Option<u32>,
     #[serde(default, with = "humantime_serde::option")]
     pub idle_client_timeout: Option<Duration>,

@@ -24,7 +24,17 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default idleness after which a client session parks (`"0s"`: never).
 pub const DEFAULT_PARK_IDLE_AFTER: Duration = Duration::from_millis(250);
 pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 64 * 1024 * 1024;
-pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(2);
+/// One second: a promoted replica serves the first transaction after it
+/// within a second, at the cost of one small query per backend per second.
+pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+pub const DEFAULT_HEALTH_CHECK_FAILURES: u32 = 2;
+pub const DEFAULT_HEALTH_CHECK_SUCCESSES: u32 = 2;
+/// How long transactions wait for a writer: a managed proxy's and
+/// PgBouncer's clients wait up to 120 s for a connection; a failover of a
+/// replicated pair takes 5-30 s, so 30 s covers it without holding clients
+/// for minutes when the cluster is truly down.
+pub const DEFAULT_FAILOVER_HOLD: Duration = Duration::from_secs(30);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_POOL_SIZE: u32 = 20;
 pub const DEFAULT_BORROW_TIMEOUT: Duration = Duration::from_secs(5);
@@ -281,6 +291,12 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
             backends: c.backends.get_ref().iter().map(|b| b.get_ref().clone()).collect(),
             monitor,
             health_check_interval: c.health_check_interval.unwrap_or(DEFAULT_HEALTH_CHECK_INTERVAL),
+            health_check_timeout: c.health_check_timeout.unwrap_or(DEFAULT_HEALTH_CHECK_TIMEOUT),
+            health_check_failures: at_least_one(cx, &c.health_check_failures, "health_check_failures")
+                .unwrap_or(DEFAULT_HEALTH_CHECK_FAILURES),
+            health_check_successes: at_least_one(cx, &c.health_check_successes, "health_check_successes")
+                .unwrap_or(DEFAULT_HEALTH_CHECK_SUCCESSES),
+            failover_hold: c.failover_hold.unwrap_or(DEFAULT_FAILOVER_HOLD),
             connect_timeout: c.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             pool_size,
             borrow_timeout: c.pool.borrow_timeout.unwrap_or(DEFAULT_BORROW_TIMEOUT),
@@ -300,6 +316,16 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
         }));
     }
     out
+}
+
+/// A count that must be at least 1, if given.
+fn at_least_one(cx: &mut Ctx, v: &Option<Spanned<u32>>, field: &str) -> Option<u32> {
+    let v = v.as_ref()?;
+    if *v.get_ref() == 0 {
+        cx.at(v, format!("{field} must be at least 1"));
+        return None;
+    }
+    Some(*v.get_ref())
 }
 
 fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>]) -> Vec<Arc<EndpointSettings>> {
@@ -351,6 +377,23 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 None
             }
         };
+        let reader_fallback = match e.reader_fallback.as_ref().map(|f| (f, f.get_ref().as_str())) {
+            None | Some((_, "writer")) => ReaderFallback::Writer,
+            Some((_, "error")) => ReaderFallback::Error,
+            Some((f, other)) => {
+                cx.at(
+                    f,
+                    format!("unknown reader_fallback \"{other}\" (expected \"writer\" or \"error\")"),
+                );
+                ReaderFallback::Writer
+            }
+        };
+        if role == Some(EndpointRole::ReadWrite) && (e.max_replica_lag.is_some() || e.reader_fallback.is_some()) {
+            cx.at(
+                &e.role,
+                "max_replica_lag and reader_fallback apply to read_only endpoints only",
+            );
+        }
         let tls = e.tls.as_ref().and_then(|t| {
             let files = t.get_ref();
             match crate::tls::server_config(&cx.base.join(&files.cert), &cx.base.join(&files.key)) {
@@ -396,6 +439,8 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 listen,
                 cluster,
                 role,
+                max_replica_lag: e.max_replica_lag,
+                reader_fallback,
                 pool_mode,
                 max_client_connections: e.max_client_connections.unwrap_or(DEFAULT_MAX_CLIENT_CONNECTIONS),
                 idle_client_timeout: e.idle_client_timeout,

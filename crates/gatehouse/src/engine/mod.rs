@@ -21,12 +21,19 @@ use crate::core::Core;
 use crate::error::ProxyError;
 
 /// What a health probe learned about a backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     /// Accepts writes (PostgreSQL: not in recovery; MySQL: not read-only).
     pub writable: bool,
     /// The server's own connection limit.
     pub max_connections: Option<u32>,
+    /// How far a replica's applied changes are behind (PostgreSQL: zero
+    /// when it has replayed all it received, else the age of the last
+    /// replayed transaction; MariaDB: `Seconds_Behind_Master`).
+    pub lag: Option<Duration>,
+    /// Replication position (PostgreSQL: the replayed or current WAL LSN;
+    /// MariaDB: `gtid_current_pos`).
+    pub position: Option<String>,
 }
 
 /// A client connection as accepted by an endpoint listener.

@@ -13,7 +13,7 @@
 mod share;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -57,6 +57,9 @@ pub struct Pool<E: Engine> {
     cluster: Arc<ClusterSettings>,
     share: Arc<BackendShare>,
     permits: Arc<Semaphore>,
+    /// Leases outstanding on the pool's backend, across all its pools (the
+    /// topology's count, which read-only routing balances on).
+    backend_leases: Arc<AtomicUsize>,
     /// Boxed so a connection moves between pool and lease as a pointer.
     idle: Mutex<Vec<Box<Pooled<E::Conn>>>>,
 }
@@ -80,9 +83,32 @@ impl<E: Engine> Pool<E> {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// The credentials this pool's new connections use.
+    pub fn secret(&self) -> Arc<Secret> {
+        self.secret.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// The name of the secret whose credentials this pool's connections use.
     pub fn secret_name(&self) -> String {
         self.secret.lock().unwrap_or_else(PoisonError::into_inner).name.clone()
+    }
+
+    /// Closes the idle connections and marks the lent ones to be closed when
+    /// they come back (their backend went down, or stopped being the
+    /// writer): none is handed out again. Returns how many were closed.
+    pub fn retire(&self) -> usize {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.sweep()
+    }
+
+    fn lent(self: &Arc<Self>, pooled: Box<Pooled<E::Conn>>, permit: OwnedSemaphorePermit) -> Lease<E> {
+        self.backend_leases.fetch_add(1, Ordering::Relaxed);
+        Lease {
+            pooled: Some(pooled),
+            pool: self.clone(),
+            _permit: permit,
+            _tenant: None,
+        }
     }
 
     /// Uses `secret` for new connections if its user or password differ
@@ -177,12 +203,7 @@ impl<E: Engine> Pool<E> {
         let now = Instant::now();
         while let Some(mut p) = self.pop_idle() {
             if !self.expired(&p, now) && self.engine.is_usable(&mut p.conn) {
-                return Ok(Lease {
-                    pooled: Some(p),
-                    pool: self.clone(),
-                    _permit: permit,
-                    _tenant: None,
-                });
+                return Ok(self.lent(p, permit));
             }
         }
         let slot = self.share.acquire(deadline).await?;
@@ -207,12 +228,7 @@ impl<E: Engine> Pool<E> {
             idle_since: now,
             _slot: slot,
         });
-        Ok(Lease {
-            pooled: Some(pooled),
-            pool: self.clone(),
-            _permit: permit,
-            _tenant: None,
-        })
+        Ok(self.lent(pooled, permit))
     }
 
     fn pop_idle(&self) -> Option<Box<Pooled<E::Conn>>> {
@@ -263,6 +279,12 @@ pub struct Lease<E: Engine> {
     _permit: OwnedSemaphorePermit,
     /// The tenant's cap slot, when its backend connections are capped.
     _tenant: Option<OwnedSemaphorePermit>,
+}
+
+impl<E: Engine> Drop for Lease<E> {
+    fn drop(&mut self) {
+        self.pool.backend_leases.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A tenant's cap on the backend connections its sessions hold at once.
@@ -352,7 +374,8 @@ impl<E: Engine> Pools<E> {
     }
 
     /// The pool for `key`, created with the cluster's settings if new.
-    /// `server_max_connections` is the backend's own limit, when known.
+    /// `server_max_connections` is the backend's own limit, when known;
+    /// `backend_leases` the topology's count of leases on the backend.
     pub fn get(
         self: &Arc<Self>,
         engine: &Arc<E>,
@@ -360,6 +383,7 @@ impl<E: Engine> Pools<E> {
         key: PoolKey,
         secret: &Arc<Secret>,
         server_max_connections: Option<u32>,
+        backend_leases: &Arc<AtomicUsize>,
     ) -> Arc<Pool<E>> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(p) = map.get(&key) {
@@ -378,6 +402,7 @@ impl<E: Engine> Pools<E> {
             cluster: cluster.clone(),
             share,
             permits: Arc::new(Semaphore::new(cluster.pool_size as usize)),
+            backend_leases: backend_leases.clone(),
             idle: Mutex::new(Vec::new()),
         });
         map.insert(key, pool.clone());
@@ -402,6 +427,16 @@ impl<E: Engine> Pools<E> {
                 Arc::new(BackendShare::new(cluster, backend, max, Box::new(make_room)))
             })
             .clone()
+    }
+
+    /// Retires every pool on `backend` of `cluster` (see [`Pool::retire`]);
+    /// returns how many idle connections were closed.
+    pub fn retire_backend(&self, cluster: &str, backend: &str) -> usize {
+        self.all()
+            .iter()
+            .filter(|p| p.key.cluster == cluster && p.key.backend == backend)
+            .map(|p| p.retire())
+            .sum()
     }
 
     /// A snapshot of every pool, for reports and tests.

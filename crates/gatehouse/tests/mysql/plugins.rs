@@ -83,12 +83,7 @@ fn backend_chain(ctx: &Ctx) -> Result<()> {
         // The chain's backend (the "sha2" endpoint) started listening after
         // the first probe; wait for the monitor to find it.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while ctx
-            .core
-            .topology
-            .route("mychain", gatehouse::config::EndpointRole::ReadWrite)
-            .is_err()
-        {
+        while ctx.core.topology.cluster("mychain").and_then(|c| c.writer()).is_none() {
             ensure!(
                 std::time::Instant::now() < deadline,
                 "the chain's backend never came up"

@@ -44,6 +44,35 @@ pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 /// Role probe: `read_only` (set on replicas; `super_read_only` implies it on
 /// MySQL), InnoDB's own read-only mode, and the connection limit.
 const PROBE_SQL: &str = "SELECT @@global.read_only, @@global.max_connections, @@global.innodb_read_only";
+/// A replica's replication status (one row per source; none on a primary).
+const REPLICA_STATUS_SQL: &str = "SHOW SLAVE STATUS";
+
+/// `Seconds_Behind_Master` and the GTID position, from a `SHOW SLAVE
+/// STATUS` reply. A NULL delay (replication stopped or broken: how stale
+/// the replica is, nobody knows) reads as [`REPLICATION_STOPPED_LAG`].
+fn replica_status(status: &QueryResult) -> (Option<Duration>, Option<String>) {
+    let Some(row) = status.rows.first() else {
+        return (None, None);
+    };
+    let column = |name: &str| {
+        status
+            .columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(name))
+            .and_then(|i| row.get(i).cloned().flatten())
+    };
+    let lag = match column("Seconds_Behind_Master") {
+        Some(v) => v.parse().ok().map(Duration::from_secs),
+        None => Some(REPLICATION_STOPPED_LAG),
+    };
+    let position = column("Gtid_IO_Pos").or_else(|| column("Executed_Gtid_Set"));
+    (lag, position)
+}
+
+/// The lag reported for a replica whose replication is stopped (NULL
+/// `Seconds_Behind_Master`): far behind, as far as `max_replica_lag` knows.
+pub const REPLICATION_STOPPED_LAG: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// The probe for servers without InnoDB.
 const PROBE_SQL_BASIC: &str = "SELECT @@global.read_only, @@global.max_connections";
 
@@ -133,6 +162,8 @@ impl fmt::Debug for MyCancelTarget {
 /// (`None` for NULL), the final status flags and the summed affected rows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueryResult {
+    /// The last result set's column names.
+    pub columns: Vec<String>,
     pub rows: Vec<Vec<Option<String>>>,
     pub status: u16,
     pub affected_rows: u64,
@@ -338,11 +369,24 @@ impl MyConn {
     /// Reads the column definitions, EOF, rows and final EOF of one result
     /// set with `columns` columns; `Some` when it ended with an ERR.
     async fn read_result_set(&mut self, columns: u64, out: &mut QueryResult) -> Result<Option<ErrPacket>, ProxyError> {
-        // Column definitions, then their EOF.
-        for _ in 0..=columns {
+        // Column definitions (their names kept: catalog, schema, table
+        // and original table come first), then their EOF.
+        out.columns.clear();
+        for i in 0..=columns {
             let p = self.read_packet().await?;
             if p.payload.first() == Some(&ERR_HEADER) {
                 return self.server_error(&p.payload).map(Some);
+            }
+            if i < columns {
+                let mut r = Reader::new(&p.payload, "column definition");
+                let mut name = Ok(&[][..]);
+                for _ in 0..5 {
+                    name = r.lenenc_bytes();
+                }
+                out.columns.push(
+                    name.map(|n| String::from_utf8_lossy(n).into_owned())
+                        .unwrap_or_default(),
+                );
             }
         }
         loop {
@@ -489,6 +533,11 @@ pub async fn probe_with(
             Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => conn.query(PROBE_SQL_BASIC).await?,
             Err(e) => return Err(query_error(addr, &e)),
         };
+        // A replica's delay and position; a primary has no replica status.
+        let (lag, position) = match conn.query_raw(REPLICA_STATUS_SQL).await? {
+            Ok(status) => replica_status(&status),
+            Err(_) => (None, None),
+        };
         let table = if collations {
             let rows = conn.query(COLLATIONS_SQL).await?.rows;
             let table: CollationTable = rows
@@ -511,6 +560,8 @@ pub async fn probe_with(
         let probe = Probe {
             writable: !(flag(0) || flag(2)),
             max_connections,
+            lag,
+            position,
         };
         Ok(((probe, table), conn))
     };

@@ -13,7 +13,7 @@ use gatehouse_proto_mysql::packets::{EofPacket, OK_HEADER, OkPacket};
 
 use super::login::{self, Phase};
 use super::stmts::Statements;
-use super::txn::{BACKEND_COLLATION, Fatal, Session, pool_for};
+use super::txn::{BACKEND_COLLATION, Fatal, Session};
 use super::vars::Vars;
 use crate::config::PoolMode;
 use crate::engine::stream::ClientStream;
@@ -26,7 +26,7 @@ impl Session {
     pub(super) fn use_database(&mut self, db: &str, alone: bool) {
         let free = alone && self.lease.is_none() && self.pinned.is_none();
         if free {
-            self.pool = pool_for(&self.core, &self.endpoint, &self.tenant, &self.backend, db);
+            self.pool = self.core.pool_for_database(&self.endpoint, &self.pool, db);
         } else if self.pool.key().database != db {
             self.pin("database_changed");
             self.discard = true;
@@ -102,17 +102,14 @@ impl Session {
             return Err((seq, ProxyError::new(Condition::UnknownDatabase, msg)));
         }
         let slot = core.admit_tenant(&tenant).map_err(|e| (seq, e))?;
+        let pool = core
+            .initial_pool(&self.endpoint, &tenant.secret, database.as_deref().unwrap_or(""))
+            .map_err(|e| (seq, e))?;
         self.reset_state().await;
         self._tenant_slot = slot;
         self.cancel.claim(&tenant.name);
         self.cap = core.tenant_backend_cap(&tenant);
-        self.pool = pool_for(
-            &core,
-            &self.endpoint,
-            &tenant,
-            &self.backend,
-            database.as_deref().unwrap_or(""),
-        );
+        self.pool = pool;
         self.tenant = tenant;
         let collation = request.charset.and_then(|c| u8::try_from(c).ok());
         if let Some(c) = collation {

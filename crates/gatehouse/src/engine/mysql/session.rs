@@ -32,7 +32,11 @@ pub fn my_error(e: &ProxyError) -> MyError {
         Condition::Shutdown => errors::ER_SERVER_SHUTDOWN,
         Condition::Terminated => errors::ER_CONNECTION_KILLED,
         Condition::Canceled => errors::ER_QUERY_INTERRUPTED,
-        Condition::BackendUnavailable | Condition::NoBackendForRole | Condition::Internal => errors::ER_UNKNOWN_ERROR,
+        // Codes drivers take for a lost server (08S01) or a full one, so
+        // their pools retry or discard; never the generic 1105.
+        Condition::BackendUnavailable => errors::ER_SERVER_SHUTDOWN,
+        Condition::NoBackendForRole => errors::ER_CON_COUNT_ERROR,
+        Condition::Internal => errors::ER_UNKNOWN_ERROR,
     }
 }
 
@@ -157,8 +161,8 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         Ok(slot) => slot,
         Err(e) => return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await,
     };
-    let backend = match core.topology.route(&endpoint.cluster.name, endpoint.role) {
-        Ok(b) => b,
+    let pool = match core.initial_pool(&endpoint, &tenant.secret, database.as_deref().unwrap_or("")) {
+        Ok(p) => p,
         Err(e) => return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await,
     };
     cancel.claim(&tenant.name);
@@ -185,7 +189,7 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
             cancel,
             tenant_slot,
             peer: peer.ip(),
-            backend,
+            pool,
             guards: (admission, drain),
         },
     }))

@@ -38,7 +38,7 @@ use crate::config::{EndpointSettings, PoolMode, Tenant};
 use crate::core::Core;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
-use crate::pool::{Lease, Pool, PoolKey, TenantCap};
+use crate::pool::{Lease, Pool, TenantCap};
 
 /// Collation backend connections are opened with (utf8mb4_general_ci).
 pub(super) const BACKEND_COLLATION: u8 = 45;
@@ -56,9 +56,9 @@ pub struct Start {
     pub tenant_slot: Option<OwnedSemaphorePermit>,
     /// The client's address (failed-login limits on COM_CHANGE_USER).
     pub peer: IpAddr,
-    /// The backend the endpoint's role routes to, chosen before the login's
-    /// OK so that "no backend" is the login's answer.
-    pub backend: String,
+    /// The session's first pool: its routing context (backend user,
+    /// database); each lease is routed anew from it (crate::router).
+    pub pool: Arc<Pool<MyEngine>>,
     /// Held for the session's life: its admission slot, and the guard
     /// shutdown waits on.
     pub guards: (Option<OwnedSemaphorePermit>, crate::app::DrainGuard),
@@ -75,7 +75,7 @@ pub struct Session {
     pub(super) peer: IpAddr,
     pub tenant: Arc<Tenant>,
     pub(super) caps: u32,
-    pub(super) backend: String,
+    /// The pool used last: with the endpoint, what the router routes from.
     pub(super) pool: Arc<Pool<MyEngine>>,
     pub(super) cap: Option<TenantCap>,
     pub lease: Option<Lease<MyEngine>>,
@@ -98,6 +98,11 @@ pub struct Session {
     pub stmts: Statements,
 }
 
+/// What the client is told of a statement lost with its server (as
+/// ER_SERVER_SHUTDOWN, 1053 / 08S01: drivers take it for a lost server).
+pub const LOST_MESSAGE: &str = "Lost connection to the database server during the statement (server failure or \
+     failover); it may or may not have been applied, and the session goes on";
+
 /// Ends the session: (sequence id for the ERR packet, the error).
 pub type Fatal = (u8, ProxyError);
 
@@ -113,9 +118,7 @@ pub enum Served {
 /// The session of a client after login, in a box of its own (it moves to
 /// the parking lot and back whole).
 pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
-    let backend = start.backend;
-    let database = start.database.clone().unwrap_or_default();
-    let pool = pool_for(&core, &start.endpoint, &start.tenant, &backend, &database);
+    let pool = start.pool;
     let vars = Vars::for_collation(start.collation, BACKEND_COLLATION, |id| core.engine.collation_name(id));
     let mut s = Box::new(Session {
         cap: core.tenant_backend_cap(&start.tenant),
@@ -127,7 +130,6 @@ pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
         peer: start.peer,
         tenant: start.tenant,
         caps: start.caps,
-        backend,
         pool,
         lease: None,
         pinned: None,
@@ -147,24 +149,6 @@ pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
         s.pin("session_mode");
     }
     s
-}
-
-pub(super) fn pool_for(
-    core: &Core<MyEngine>,
-    endpoint: &EndpointSettings,
-    tenant: &Tenant,
-    backend: &str,
-    database: &str,
-) -> Arc<Pool<MyEngine>> {
-    let cluster = &endpoint.cluster;
-    let key = PoolKey {
-        cluster: cluster.name.clone(),
-        backend: backend.to_owned(),
-        user: tenant.secret.user.clone(),
-        database: database.to_owned(),
-    };
-    let server_max = core.topology.max_connections(&cluster.name, backend);
-    core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max)
 }
 
 impl Session {
@@ -243,7 +227,7 @@ impl Session {
     /// The lease's connection failed under a query of the proxy's own
     /// before the client's command: the session ends with the error.
     pub(super) fn lost(&mut self, e: ProxyError) -> Fatal {
-        tracing::warn!(tenant = %self.tenant.name, backend = %self.backend, cause = %e, "backend connection lost under a lease");
+        tracing::warn!(tenant = %self.tenant.name, backend = %self.pool.key().backend, cause = %e, "backend connection lost under a lease");
         self.drop_lease();
         (
             1,
@@ -265,11 +249,8 @@ impl Session {
     /// and answers 1317, as one the server interrupted.
     pub async fn conn(&mut self) -> Result<&mut MyConn, ProxyError> {
         if self.lease.is_none() {
-            let waited = self
-                .cancel
-                .slot
-                .unless_cancelled(self.pool.lease_for(self.cap.as_ref()))
-                .await;
+            let routed = self.core.lease(&self.endpoint, &mut self.pool, self.cap.as_ref());
+            let waited = self.cancel.slot.unless_cancelled(routed).await;
             let interrupted = || ProxyError::new(Condition::Canceled, "Query execution was interrupted");
             let mut lease = match waited {
                 LeaseWait::Done(Ok(lease)) => lease,
@@ -294,11 +275,18 @@ impl Session {
         };
         let conn = lease.conn();
         if let Some(sql) = self.vars.replay_sql(&conn.vars, conn.is_mariadb()) {
-            conn.query(&sql).await?;
+            if let Err(e) = conn.query(&sql).await {
+                // Nothing of the client's ran; the connection is not reused.
+                self.drop_lease();
+                return Err(e);
+            }
             conn.take_vars(self.vars.clone()).await;
             self.carry.lease_changed();
         }
-        Ok(conn)
+        let Some(lease) = self.lease.as_mut() else {
+            return Err(ProxyError::new(Condition::Internal, "no backend connection"));
+        };
+        Ok(lease.conn())
     }
 
     /// After a `SET` the proxy cannot follow (an expression, a parameter:
@@ -368,18 +356,31 @@ impl Session {
             Err(Relay::Backend(detail, replied)) => {
                 tracing::warn!(
                     tenant = %self.tenant.name,
-                    backend = %self.backend,
+                    backend = %self.pool.key().backend,
                     in_transaction = self.in_transaction,
                     cause = %detail,
                     "backend connection lost under a lease"
                 );
+                let alone = self.pinned.is_none()
+                    && !self.in_transaction
+                    && !self.locked
+                    && !self.cursor_open
+                    && !self.long_data;
                 self.drop_lease();
-                let e = ProxyError::new(Condition::BackendUnavailable, "Lost connection to the database server")
-                    .with_detail(detail);
+                let e = ProxyError::new(Condition::BackendUnavailable, LOST_MESSAGE).with_detail(detail);
                 if replied {
                     return Err((0, e));
                 }
-                Err((1, e))
+                if !alone {
+                    // The client's transaction or session state died with
+                    // the server: the session ends, as on a direct connection.
+                    return Err((1, e));
+                }
+                // Only the statement in flight fails; the next one is
+                // routed afresh (to the new writer after a failover).
+                self.core.stats.record_error(&e);
+                self.error(stream, 1, errors::ER_SERVER_SHUTDOWN, LOST_MESSAGE).await?;
+                Ok(None)
             }
         }
     }

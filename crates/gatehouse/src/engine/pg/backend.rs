@@ -267,6 +267,16 @@ pub fn is_usable(conn: &mut PgConn) -> bool {
 /// Asks the server its role over `cached` (the monitor connection kept from
 /// the last probe) or a new connection with the monitor credentials; gives
 /// the connection back for next time when it is still good.
+/// The health probe: role, connection limit, replication position and,
+/// on a replica, its lag (zero when it has replayed everything it received:
+/// the age of the last replayed transaction only means something while
+/// WAL waits to be replayed, not when the primary is merely quiet).
+const PROBE_SQL: &str = "SELECT pg_is_in_recovery(), current_setting('max_connections'), \
+     (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text, \
+     CASE WHEN NOT pg_is_in_recovery() THEN NULL \
+          WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM pg_last_wal_replay_lsn() THEN 0 \
+          ELSE COALESCE(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END";
+
 pub async fn probe(
     addr: &str,
     secret: &Secret,
@@ -284,9 +294,7 @@ pub async fn probe(
             }
             None => connect_inner(addr, secret, "postgres").await?,
         };
-        let rows = conn
-            .control_query("SELECT pg_is_in_recovery(), current_setting('max_connections')")
-            .await?;
+        let rows = conn.control_query(PROBE_SQL).await?;
         let row = rows.first().ok_or_else(|| io_error(addr, "probe returned no row"))?;
         let in_recovery = matches!(row.first(), Some(Some(v)) if v.as_slice() == b"t");
         let max_connections = row
@@ -294,10 +302,21 @@ pub async fn probe(
             .and_then(|v| v.as_deref())
             .and_then(|v| std::str::from_utf8(v).ok())
             .and_then(|v| v.parse().ok());
+        let text = |i: usize| {
+            row.get(i)
+                .and_then(|v| v.as_deref())
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .map(str::to_owned)
+        };
+        let lag = text(3)
+            .and_then(|v| v.parse::<f64>().ok())
+            .and_then(|s| Duration::try_from_secs_f64(s.max(0.0)).ok());
         Ok((
             Probe {
                 writable: !in_recovery,
                 max_connections,
+                lag,
+                position: text(2),
             },
             conn,
         ))

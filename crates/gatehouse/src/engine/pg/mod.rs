@@ -99,7 +99,8 @@ pub fn sqlstate_of(condition: Condition) -> &'static str {
         Condition::TooManyConnections => sqlstate::TOO_MANY_CONNECTIONS,
         Condition::IdleTimeout => sqlstate::IDLE_SESSION_TIMEOUT,
         Condition::BackendUnavailable => sqlstate::CONNECTION_FAILURE,
-        Condition::NoBackendForRole => sqlstate::CANNOT_CONNECT_NOW,
+        // What PgBouncer answers when no server connection came in time.
+        Condition::NoBackendForRole => sqlstate::TOO_MANY_CONNECTIONS,
         // pg_terminate_backend's "terminating connection due to administrator command".
         Condition::Shutdown | Condition::Terminated => sqlstate::ADMIN_SHUTDOWN,
         Condition::Canceled => sqlstate::QUERY_CANCELED,

@@ -179,6 +179,45 @@ impl ResponseQueue {
         disposition
     }
 
+    /// The backend connection was lost with answers still owed: each is
+    /// answered as a server answers a failed request. The first request of
+    /// each exchange gets `error`, each Query and Sync `ready`; the rest of
+    /// an exchange gets nothing. Returns whether the last exchange is still
+    /// open (its error sent, no Sync yet): the client's messages up to its
+    /// Sync are then to be skipped.
+    pub fn backend_lost(&mut self, error: &[u8], ready: &[u8], out: &mut BytesMut) -> bool {
+        let mut errored = self.skipping;
+        self.skipping = false;
+        self.copy_in = false;
+        while let Some(p) = self.queue.pop_front() {
+            match p {
+                Pending::Query | Pending::Sync => {
+                    if !errored {
+                        out.extend_from_slice(error);
+                    }
+                    out.extend_from_slice(ready);
+                    errored = false;
+                }
+                Pending::Synthetic(b) if !errored => out.extend_from_slice(&b),
+                Pending::Parse { proxy, client } => {
+                    self.events.push(Event::ParseFailed { proxy, client });
+                    if !errored {
+                        out.extend_from_slice(error);
+                        errored = true;
+                    }
+                }
+                Pending::InjectedParse(_) | Pending::InjectedClose(_) | Pending::CopyEnd | Pending::Synthetic(_) => {}
+                Pending::Bind | Pending::Describe | Pending::Close | Pending::Execute => {
+                    if !errored {
+                        out.extend_from_slice(error);
+                        errored = true;
+                    }
+                }
+            }
+        }
+        errored
+    }
+
     /// Appends the synthetic answers due after the message just handled.
     pub fn after(&mut self, out: &mut BytesMut) {
         self.drain_synthetic(out);
@@ -208,6 +247,42 @@ mod tests {
 
     fn name(s: &str) -> Arc<str> {
         Arc::from(s)
+    }
+
+    #[test]
+    fn a_lost_backend_answers_every_owed_exchange_once() {
+        let mut q = ResponseQueue::default();
+        let mut out = BytesMut::new();
+        // A Query, a complete extended exchange, then one without its Sync.
+        q.push(Pending::Query, &mut out);
+        q.push(
+            Pending::Parse {
+                proxy: name("gh_1"),
+                client: Some(name("s1")),
+            },
+            &mut out,
+        );
+        q.push(Pending::Bind, &mut out);
+        q.push(Pending::Execute, &mut out);
+        q.push(Pending::Sync, &mut out);
+        q.push(Pending::Bind, &mut out);
+        q.push(Pending::Execute, &mut out);
+        let open = q.backend_lost(b"E", b"Z", &mut out);
+        assert_eq!(&out[..], b"EZEZE");
+        assert!(open, "the last exchange waits for its Sync");
+        assert!(q.is_empty());
+        let events = q.take_events();
+        assert_eq!(
+            events,
+            vec![Event::ParseFailed {
+                proxy: name("gh_1"),
+                client: Some(name("s1"))
+            }]
+        );
+        // Nothing owed: nothing sent.
+        let mut out = BytesMut::new();
+        assert!(!q.backend_lost(b"E", b"Z", &mut out));
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::core::Core;
 use crate::engine::stream::ClientStream;
 use crate::engine::{ClientConn, Engine};
 use crate::error::{Condition, ProxyError};
-use crate::pool::{Lease, Pool, PoolKey, TenantCap};
+use crate::pool::{Lease, Pool, TenantCap};
 
 /// A client that has logged in: who it is and what it holds for its life.
 struct LoggedIn {
@@ -346,22 +346,24 @@ async fn begin(
 ) -> Result<Option<TxSession>, ProxyError> {
     // Startup parameters matter only until the greeting: not kept.
     let wanted = session_parameters(params)?;
-    let cluster = &endpoint.cluster;
-    let backend = core.topology.route(&cluster.name, endpoint.role)?;
-    let key = PoolKey {
-        cluster: cluster.name.clone(),
-        backend,
-        user: tenant.secret.user.clone(),
-        database: database.to_owned(),
-    };
-    let server_max = core.topology.max_connections(&cluster.name, &key.backend);
-    let pool = core.pools.get(&core.engine, cluster, key, &tenant.secret, server_max);
+    // The session's routing context: its endpoint and the pool it used
+    // last; every lease is routed anew (crate::router).
+    let mut pool = core.initial_pool(endpoint, &tenant.secret, database)?;
     let cap = core.tenant_backend_cap(tenant);
     if endpoint.pool_mode == PoolMode::Session {
-        Box::pin(run_session(core, stream, pool, &wanted, &cancel, cap.as_ref())).await?;
+        Box::pin(run_session(
+            core,
+            endpoint,
+            stream,
+            pool,
+            &wanted,
+            &cancel,
+            cap.as_ref(),
+        ))
+        .await?;
         return Ok(None);
     }
-    let greeted = pooled_greeting(core, endpoint, stream, &pool, &wanted, &cancel, cap.as_ref()).await?;
+    let greeted = pooled_greeting(core, endpoint, stream, &mut pool, &wanted, &cancel, cap.as_ref()).await?;
     let Some(start) = greeted else {
         return Ok(None);
     };
@@ -376,13 +378,14 @@ async fn begin(
 /// Session mode: one backend connection for the client's whole session.
 async fn run_session(
     core: &Core<PgEngine>,
+    endpoint: &EndpointSettings,
     stream: &mut ClientStream,
-    pool: Arc<Pool<PgEngine>>,
+    mut pool: Arc<Pool<PgEngine>>,
     wanted: &[(String, String)],
     cancel: &CancelKey<PgCancelTarget>,
     cap: Option<&TenantCap>,
 ) -> Result<(), ProxyError> {
-    let Some(mut lease) = Box::pin(prepare_backend(stream, &pool, wanted, cap)).await? else {
+    let Some(mut lease) = Box::pin(prepare_backend(core, endpoint, stream, &mut pool, wanted, cap)).await? else {
         return Ok(());
     };
     cancel.slot.set(lease.conn().cancel_target());
@@ -436,12 +439,14 @@ async fn run_session(
 /// refused a startup parameter; the client has been told (FATAL) and the
 /// connection went back to the pool.
 async fn prepare_backend(
+    core: &Core<PgEngine>,
+    endpoint: &EndpointSettings,
     stream: &mut ClientStream,
-    pool: &Arc<Pool<PgEngine>>,
+    pool: &mut Arc<Pool<PgEngine>>,
     wanted: &[(String, String)],
     cap: Option<&TenantCap>,
 ) -> Result<Option<Lease<PgEngine>>, ProxyError> {
-    let mut lease = Box::pin(pool.lease_for(cap)).await?;
+    let mut lease = Box::pin(core.lease(endpoint, pool, cap)).await?;
     let initial = lease.conn().initial.clone();
     if let Err(e) = Box::pin(tracked::apply(lease.conn(), &initial)).await {
         drop(lease);
@@ -505,7 +510,7 @@ async fn pooled_greeting(
     core: &Core<PgEngine>,
     endpoint: &EndpointSettings,
     stream: &mut ClientStream,
-    pool: &Arc<Pool<PgEngine>>,
+    pool: &mut Arc<Pool<PgEngine>>,
     wanted: &[(String, String)],
     cancel: &CancelKey<PgCancelTarget>,
     cap: Option<&TenantCap>,
@@ -526,7 +531,7 @@ async fn pooled_greeting(
             pinned: None,
         }));
     }
-    let Some(mut lease) = Box::pin(prepare_backend(stream, pool, wanted, cap)).await? else {
+    let Some(mut lease) = Box::pin(prepare_backend(core, endpoint, stream, pool, wanted, cap)).await? else {
         return Ok(None);
     };
     let desired = match Box::pin(tracked::read(lease.conn())).await {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use gatehouse_proto_pg::frame::{self, Step, next_frame};
-use gatehouse_proto_pg::{extended, messages, sqlstate};
+use gatehouse_proto_pg::{extended, messages};
 use gatehouse_sql::{DiscardKind, Effect, PinReason, Scope};
 
 use super::TxSession;
@@ -127,27 +127,24 @@ impl TxSession {
                 self.queue.push(Pending::Synthetic(ready.freeze()), &mut self.to_client);
                 continue;
             }
-            if !self.ensure_lease().await? {
-                self.answer_cancelled(tag);
+            if let Some(e) = self.ensure_lease().await? {
+                self.answer_refused(tag, &e);
                 continue;
             }
             self.client_message(tag, msg)?;
         }
     }
 
-    /// A cancel request came while the message waited for a backend
-    /// connection: it does not run, and the client gets what a server
-    /// gives a cancelled statement (57014), then, as after any error in an
-    /// extended-query exchange, the rest up to Sync is skipped.
-    fn answer_cancelled(&mut self, tag: u8) {
+    /// The message got no backend connection: a cancel request came while
+    /// it waited (57014, what a server gives a cancelled statement), or
+    /// none was to be had (53300 after the failover hold, or the pool's
+    /// borrow timeout). It does not run; the client gets the error and,
+    /// as after any error in an extended-query exchange, the rest up to
+    /// Sync is skipped. The session goes on.
+    fn answer_refused(&mut self, tag: u8, e: &ProxyError) {
         let mut out = BytesMut::new();
         let error = |out: &mut BytesMut| {
-            messages::put_error(
-                out,
-                "ERROR",
-                sqlstate::QUERY_CANCELED,
-                "canceling statement due to user request",
-            );
+            messages::put_error(out, "ERROR", super::super::sqlstate_of(e.condition), &e.message);
         };
         match tag {
             b'Q' | b'F' => {

@@ -8,6 +8,7 @@
 //! messages, `prepare.rs` the prepared statements.
 
 mod client;
+mod lost;
 mod prepare;
 
 use std::sync::Arc;
@@ -206,7 +207,7 @@ impl TxSession {
                     Err(end) => break end,
                 }
             }
-            if let Err(end) = Box::pin(self.relay(client)).await {
+            if let Err(end) = Box::pin(self.relay_or_recover(client)).await {
                 break end;
             }
         };
@@ -286,6 +287,18 @@ impl TxSession {
                 Condition::IdleTimeout,
                 "terminating connection due to idle-session timeout",
             ))),
+        }
+    }
+
+    /// [`Self::relay`], going on after a backend lost between transaction
+    /// boundaries (see `lost.rs`).
+    async fn relay_or_recover(&mut self, client: &mut ClientStream) -> Result<(), End> {
+        match self.relay(client).await {
+            Ok(()) => Ok(()),
+            Err(end) => match self.recover(end) {
+                Some(end) => Err(end),
+                None => self.flush(client).await,
+            },
         }
     }
 
@@ -442,26 +455,29 @@ impl TxSession {
         Ok(())
     }
 
-    /// Borrows a connection if the session has none: `Ok(false)` when a
-    /// cancel request came while it waited (the message is answered as
-    /// cancelled, see `answer_cancelled`).
-    async fn ensure_lease(&mut self) -> Result<bool, End> {
+    /// Borrows a connection if the session has none, routed afresh
+    /// (crate::router). `Ok(Some(error))` when there is none to be had
+    /// (no backend within the failover hold, the pool's borrow timeout) or
+    /// a cancel request came while it waited: the message is answered with
+    /// the error and the session goes on (see `answer_refused`).
+    async fn ensure_lease(&mut self) -> Result<Option<ProxyError>, End> {
         if self.lease.is_some() {
-            return Ok(true);
+            return Ok(None);
         }
-        let waited = Box::pin(
-            self.cancel
-                .slot
-                .unless_cancelled(self.pool.lease_for(self.backend_cap.as_ref())),
-        )
-        .await;
+        let routed = self
+            .core
+            .lease(&self.endpoint, &mut self.pool, self.backend_cap.as_ref());
+        let waited = Box::pin(self.cancel.slot.unless_cancelled(routed)).await;
+        let cancelled = || ProxyError::new(Condition::Canceled, "canceling statement due to user request");
         let mut lease = match waited {
             LeaseWait::Done(Ok(lease)) => lease,
             LeaseWait::Done(Err(e)) => {
                 self.cancel.slot.set(None);
-                return Err(End::ClientError(e));
+                self.core.stats.record_error(&e);
+                tracing::info!(session = self.session_id, error = %e, "no backend connection for the statement");
+                return Ok(Some(e));
             }
-            LeaseWait::Cancelled => return Ok(false),
+            LeaseWait::Cancelled => return Ok(Some(cancelled())),
         };
         // Usually the connection has the client's values already: the
         // (boxed) apply is skipped.
@@ -473,10 +489,10 @@ impl TxSession {
         if !self.cancel.slot.publish(lease.conn().cancel_target()) {
             // Cancelled while it was made ready: nothing of the client's ran.
             lease.recycle();
-            return Ok(false);
+            return Ok(Some(cancelled()));
         }
         self.lease = Some(lease);
-        Ok(true)
+        Ok(None)
     }
 
     /// Starts the session on `lease`, pinned for `code` (state set up at

@@ -1,0 +1,192 @@
+//! The router: asked each time a session needs a backend connection (a
+//! transaction starting, a pinned or session-mode session starting, a
+//! PostgreSQL greeting), never once for a session's life. A session keeps
+//! a routing context, its endpoint (cluster, role, replica lag bound) and
+//! the pool it used last (tenant's backend user and secret, database);
+//! the router picks the backend from the topology as it is *now*
+//! ([`ClusterState::choose`]), takes the pool for (that backend, the same
+//! user and database), and borrows from it.
+//!
+//! With no backend to route to (no writer during a failover, no replica
+//! and no fallback), the lease waits on the topology's watch channel, so
+//! it proceeds the moment a writer is elected, for at most the cluster's
+//! `failover_hold`; then the client gets "too many connections"
+//! (53300 / 1040) naming the reason. A backend that refuses the
+//! connection is reported to the monitor (which probes at once) and the
+//! lease is routed again, within the same hold: a dead writer costs the
+//! clients between transactions nothing but the wait.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::time::Instant;
+
+use crate::config::{EndpointRole, EndpointSettings};
+use crate::core::Core;
+use crate::engine::Engine;
+use crate::error::{Condition, ProxyError};
+use crate::pool::{Lease, Pool, PoolKey, TenantCap};
+use crate::topology::ClusterState;
+
+/// The longest a lease waits before routing again after its backend
+/// refused a connection, when the topology does not change sooner.
+pub const RETRY_AFTER_CONNECT_FAILURE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Counts a session among those waiting for a backend while it lives.
+struct Waiting<'a>(&'a ClusterState);
+
+impl<'a> Waiting<'a> {
+    fn new(state: &'a ClusterState) -> Self {
+        state.waiting.fetch_add(1, Ordering::Relaxed);
+        Self(state)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<E: Engine> Core<E> {
+    /// The pool a new session of `endpoint` starts its routing context
+    /// with: on the backend the router would choose now, or, with none up,
+    /// the first configured (nothing connects until a lease is routed).
+    pub fn initial_pool(
+        &self,
+        endpoint: &EndpointSettings,
+        secret: &Arc<crate::config::Secret>,
+        database: &str,
+    ) -> Result<Arc<Pool<E>>, ProxyError> {
+        let state = self.cluster_state(endpoint)?;
+        let backend = match state.choose(endpoint) {
+            Some(c) => c.backend,
+            None => state
+                .backends
+                .first()
+                .cloned()
+                .ok_or_else(|| ProxyError::new(Condition::Internal, "cluster has no backend"))?,
+        };
+        let key = PoolKey {
+            cluster: endpoint.cluster.name.clone(),
+            backend: backend.addr.clone(),
+            user: secret.user.clone(),
+            database: database.to_owned(),
+        };
+        Ok(self.pool_on(endpoint, key, secret, &backend.leases))
+    }
+
+    /// The pool for the session whose last pool was `pool`, but on
+    /// database `database` (MySQL `USE`, COM_CHANGE_USER).
+    pub fn pool_for_database(&self, endpoint: &EndpointSettings, pool: &Pool<E>, database: &str) -> Arc<Pool<E>> {
+        let mut key = pool.key().clone();
+        key.database = database.to_owned();
+        let leases = self
+            .topology
+            .cluster(&key.cluster)
+            .and_then(|s| {
+                s.backends
+                    .iter()
+                    .find(|b| b.addr == key.backend)
+                    .map(|b| b.leases.clone())
+            })
+            .unwrap_or_default();
+        self.pool_on(endpoint, key, &pool.secret(), &leases)
+    }
+
+    fn pool_on(
+        &self,
+        endpoint: &EndpointSettings,
+        key: PoolKey,
+        secret: &Arc<crate::config::Secret>,
+        leases: &Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Arc<Pool<E>> {
+        let server_max = self.topology.max_connections(&key.cluster, &key.backend);
+        self.pools
+            .get(&self.engine, &endpoint.cluster, key, secret, server_max, leases)
+    }
+
+    fn cluster_state(&self, endpoint: &EndpointSettings) -> Result<&Arc<ClusterState>, ProxyError> {
+        self.topology
+            .cluster(&endpoint.cluster.name)
+            .ok_or_else(|| ProxyError::new(Condition::Internal, "cluster not configured"))
+    }
+
+    /// Routes one lease for a session of `endpoint` whose last pool is
+    /// `pool` (replaced by the pool it is routed to), and borrows it, with
+    /// the tenant's cap `cap` if any. See the module comment for waiting.
+    pub async fn lease(
+        &self,
+        endpoint: &EndpointSettings,
+        pool: &mut Arc<Pool<E>>,
+        cap: Option<&TenantCap>,
+    ) -> Result<Lease<E>, ProxyError> {
+        let state = self.cluster_state(endpoint)?;
+        // Subscribed only once the first choice fails: the common case
+        // (the backend chosen lends at once) costs no more than a look at
+        // the elected writer, or at each replica's lease count.
+        let mut changes: Option<tokio::sync::watch::Receiver<u64>> = None;
+        let mut hold = None;
+        let mut _waiting = None;
+        loop {
+            if let Some(c) = changes.as_mut() {
+                c.borrow_and_update();
+            }
+            let Some(choice) = state.choose(endpoint) else {
+                let Some(c) = changes.as_mut() else {
+                    // Subscribe, then look again: a change in between is not lost.
+                    changes = Some(state.subscribe());
+                    continue;
+                };
+                _waiting.get_or_insert_with(|| Waiting::new(state));
+                let until = *hold.get_or_insert_with(|| Instant::now() + endpoint.cluster.failover_hold);
+                if tokio::time::timeout_at(until, c.changed()).await.is_err() {
+                    return Err(no_backend(endpoint));
+                }
+                continue;
+            };
+            if pool.key().backend != choice.backend.addr {
+                let mut key = pool.key().clone();
+                key.backend = choice.backend.addr.clone();
+                tracing::debug!(cluster = %key.cluster, backend = %key.backend, why = choice.why.name(), "lease routed to another backend");
+                *pool = self.pool_on(endpoint, key, &pool.secret(), &choice.backend.leases);
+            }
+            match pool.lease_for(cap).await {
+                Ok(lease) => {
+                    choice.backend.routed.fetch_add(1, Ordering::Relaxed);
+                    return Ok(lease);
+                }
+                Err(e) if e.condition == Condition::BackendUnavailable => {
+                    let until = *hold.get_or_insert_with(|| Instant::now() + endpoint.cluster.failover_hold);
+                    if Instant::now() >= until {
+                        return Err(e);
+                    }
+                    // The backend is gone but not yet marked down: the
+                    // monitor looks now, and the lease is routed again.
+                    tracing::debug!(backend = %choice.backend.addr, error = %e, "lease could not connect: routing again");
+                    _waiting.get_or_insert_with(|| Waiting::new(state));
+                    state.probe_now.notify_one();
+                    let c = changes.get_or_insert_with(|| state.subscribe());
+                    let retry = (Instant::now() + RETRY_AFTER_CONNECT_FAILURE).min(until);
+                    let _ = tokio::time::timeout_at(retry, c.changed()).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// The error of a lease that found no backend within `failover_hold`.
+fn no_backend(endpoint: &EndpointSettings) -> ProxyError {
+    let what = match endpoint.role {
+        EndpointRole::ReadWrite => "writable backend",
+        EndpointRole::ReadOnly => "backend for reads",
+    };
+    ProxyError::new(
+        Condition::NoBackendForRole,
+        format!(
+            "no {what} in cluster \"{}\" within {:?} (failover_hold)",
+            endpoint.cluster.name, endpoint.cluster.failover_hold
+        ),
+    )
+}

@@ -1,0 +1,432 @@
+//! What the proxy knows about each backend *now*: its role (discovered by
+//! probing, never configured), whether it is up, its replication lag and
+//! position, the leases outstanding on it, and which backend is the
+//! cluster's elected writer. Routers read it at every lease
+//! ([`crate::router`]); the monitor ([`monitor`]) writes it; changes are
+//! published on a watch channel so sessions waiting for a writer wake the
+//! moment one appears.
+//!
+//! The writer is *elected*, not merely "the first writable backend": the
+//! elected writer stays elected while it is up and writable, and a writer
+//! that was lost is fenced. A fenced backend that comes back still saying
+//! it is a writer is used again only if no other backend was elected in
+//! the meantime (a crashed writer restarted in place); once another one
+//! was (a replica promoted), the old writer is not used until it reports
+//! read-only (split brain: its rows diverged).
+//!
+//! A cluster without `monitor_secret` cannot be probed: its first backend is
+//! taken as the writer and the rest as readers, all assumed up.
+
+pub mod monitor;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::{Notify, watch};
+
+use crate::config::{ClusterSettings, EndpointRole, EndpointSettings, ReaderFallback, Settings};
+use crate::engine::Probe;
+
+pub use self::monitor::{monitor, probe_once};
+
+/// Failover events kept per cluster for the admin API.
+pub const EVENTS_KEPT: usize = 64;
+
+/// `writer` when no backend is elected.
+const NO_WRITER: usize = usize::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Unknown,
+    Writer,
+    Reader,
+}
+
+/// Why a backend that says it is a writer may not be one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fence {
+    None,
+    /// It was the elected writer and was lost; no other writer since.
+    Lost,
+    /// Lost, and another backend was elected after it: not used as a
+    /// writer until it reports read-only.
+    Superseded,
+}
+
+#[derive(Debug, Clone)]
+pub struct Health {
+    pub role: Role,
+    pub up: bool,
+    pub max_connections: Option<u32>,
+    /// Replication delay (replicas only), when the server reports it.
+    pub lag: Option<Duration>,
+    /// Replication position (PostgreSQL LSN, MariaDB GTID), when known.
+    pub position: Option<String>,
+    pub fence: Fence,
+    /// The last probe's error while the backend fails.
+    pub last_error: Option<String>,
+    failures: u32,
+    successes: u32,
+}
+
+pub struct BackendState {
+    pub addr: String,
+    health: Mutex<Health>,
+    /// Leases outstanding on this backend now, across its pools.
+    pub leases: Arc<AtomicUsize>,
+    /// Leases routed to it so far.
+    pub routed: AtomicU64,
+}
+
+impl BackendState {
+    pub fn health(&self) -> Health {
+        self.health.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Records one probe; returns whether `up` changed.
+    fn record(&self, result: Result<Probe, String>, to_down: u32, to_up: u32) -> bool {
+        let mut h = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        let was_up = h.up;
+        match result {
+            Ok(p) => {
+                let first = h.role == Role::Unknown && h.failures == 0;
+                h.failures = 0;
+                h.successes = h.successes.saturating_add(1);
+                h.role = if p.writable { Role::Writer } else { Role::Reader };
+                h.max_connections = p.max_connections;
+                h.lag = p.lag;
+                h.position = p.position;
+                h.last_error = None;
+                if !h.up && (first || h.successes >= to_up) {
+                    h.up = true;
+                }
+            }
+            Err(e) => {
+                h.successes = 0;
+                h.failures = h.failures.saturating_add(1);
+                h.last_error = Some(e);
+                if h.failures >= to_down {
+                    h.up = false;
+                }
+            }
+        }
+        was_up != h.up
+    }
+
+    fn set_fence(&self, fence: Fence) {
+        self.health.lock().unwrap_or_else(PoisonError::into_inner).fence = fence;
+    }
+}
+
+/// A writer change, for the admin API and metrics.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FailoverEvent {
+    /// Seconds since the Unix epoch when the writer was lost.
+    pub lost_at: f64,
+    pub lost: Option<String>,
+    /// The writer elected after it, and when (None while there is none).
+    pub elected: Option<String>,
+    pub elected_at: Option<f64>,
+    /// From loss to the new writer, in seconds.
+    pub seconds_without_writer: Option<f64>,
+}
+
+pub struct ClusterState {
+    pub name: String,
+    pub backends: Vec<Arc<BackendState>>,
+    to_down: u32,
+    to_up: u32,
+    /// Index of the elected writer, or [`NO_WRITER`]; read without a lock.
+    writer: AtomicUsize,
+    /// Serializes elections.
+    election: Mutex<Election>,
+    /// Bumped on every change a waiting session may care about.
+    version: watch::Sender<u64>,
+    /// Asks the monitor for a probe round now (a lease could not connect).
+    pub probe_now: Notify,
+    /// Sessions waiting for a backend to route to.
+    pub waiting: AtomicUsize,
+    /// Ties between equally loaded readers go round.
+    next_reader: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Election {
+    /// When the writer was lost, while there is none.
+    lost: Option<(Instant, SystemTime, Option<String>)>,
+    events: VecDeque<FailoverEvent>,
+}
+
+/// Where the router sends a lease, and why.
+pub struct Choice {
+    pub backend: Arc<BackendState>,
+    pub why: Why,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// The elected writer (read/write endpoints).
+    Writer,
+    /// The up-to-date replica with the fewest leases outstanding.
+    LeastBusyReader,
+    /// A read-only endpoint with no usable replica: the writer.
+    WriterFallback,
+}
+
+impl Why {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Writer => "writer",
+            Self::LeastBusyReader => "least_busy_reader",
+            Self::WriterFallback => "writer_fallback",
+        }
+    }
+}
+
+fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl ClusterState {
+    fn new(c: &ClusterSettings) -> Self {
+        let probed = c.monitor.is_some();
+        let backends = c
+            .backends
+            .iter()
+            .enumerate()
+            .map(|(i, addr)| {
+                let role = match (probed, i) {
+                    (true, _) => Role::Unknown,
+                    (false, 0) => Role::Writer,
+                    (false, _) => Role::Reader,
+                };
+                Arc::new(BackendState {
+                    addr: addr.clone(),
+                    health: Mutex::new(Health {
+                        role,
+                        up: !probed,
+                        max_connections: None,
+                        lag: None,
+                        position: None,
+                        fence: Fence::None,
+                        last_error: None,
+                        failures: 0,
+                        successes: 0,
+                    }),
+                    leases: Arc::new(AtomicUsize::new(0)),
+                    routed: AtomicU64::new(0),
+                })
+            })
+            .collect();
+        Self {
+            name: c.name.clone(),
+            backends,
+            to_down: c.health_check_failures,
+            to_up: c.health_check_successes,
+            writer: AtomicUsize::new(if probed || c.backends.is_empty() { NO_WRITER } else { 0 }),
+            election: Mutex::new(Election::default()),
+            version: watch::channel(0).0,
+            probe_now: Notify::new(),
+            waiting: AtomicUsize::new(0),
+            next_reader: AtomicUsize::new(0),
+        }
+    }
+
+    /// The elected writer, if any.
+    pub fn writer(&self) -> Option<&Arc<BackendState>> {
+        self.backends.get(self.writer.load(Ordering::Acquire))
+    }
+
+    /// A receiver that sees every later change of this cluster's state.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.version.subscribe()
+    }
+
+    fn changed(&self) {
+        self.version.send_modify(|v| *v += 1);
+    }
+
+    /// Records one probe of backend `i`; returns whether it went up or down.
+    pub fn record(&self, i: usize, result: Result<Probe, String>) -> bool {
+        let Some(b) = self.backends.get(i) else { return false };
+        let flipped = b.record(result, self.to_down, self.to_up);
+        if flipped {
+            self.changed();
+        }
+        flipped
+    }
+
+    /// Elects the writer from what the probes found (see the module
+    /// comment); returns whether the writer changed.
+    pub fn elect(&self) -> bool {
+        let mut e = self.election.lock().unwrap_or_else(PoisonError::into_inner);
+        let health: Vec<Health> = self.backends.iter().map(|b| b.health()).collect();
+        // A fenced backend that now says it is a replica is safe again.
+        for (b, h) in self.backends.iter().zip(&health) {
+            if h.fence != Fence::None && h.up && h.role == Role::Reader {
+                tracing::info!(cluster = %self.name, backend = %b.addr, "a former writer reports read-only: no longer fenced");
+                b.set_fence(Fence::None);
+            }
+        }
+        let health: Vec<Health> = self.backends.iter().map(|b| b.health()).collect();
+        let writable = |i: usize| health[i].up && health[i].role == Role::Writer;
+        let current = self.writer.load(Ordering::Acquire);
+        if current != NO_WRITER && writable(current) {
+            let others = (0..health.len()).filter(|&i| i != current && writable(i) && health[i].fence == Fence::None);
+            for i in others {
+                tracing::warn!(cluster = %self.name, writer = %self.backends[current].addr, other = %self.backends[i].addr, "two backends accept writes: the elected writer keeps them");
+            }
+            return false;
+        }
+        let now = (Instant::now(), SystemTime::now());
+        if current != NO_WRITER {
+            let lost = &self.backends[current];
+            if !health[current].up {
+                lost.set_fence(Fence::Lost);
+            }
+            tracing::warn!(cluster = %self.name, backend = %lost.addr, up = health[current].up, "writer lost");
+            e.lost = Some((now.0, now.1, Some(lost.addr.clone())));
+            self.writer.store(NO_WRITER, Ordering::Release);
+        }
+        let pick = (0..health.len())
+            .filter(|&i| writable(i) && health[i].fence != Fence::Superseded)
+            .min_by_key(|&i| (health[i].fence != Fence::None, i));
+        let changed = current != NO_WRITER || pick.is_some();
+        if let Some(i) = pick {
+            let elected = &self.backends[i];
+            for (j, b) in self.backends.iter().enumerate() {
+                if j != i && b.health().fence == Fence::Lost {
+                    b.set_fence(Fence::Superseded);
+                }
+            }
+            elected.set_fence(Fence::None);
+            self.writer.store(i, Ordering::Release);
+            if let Some((at, wall, lost)) = e.lost.take() {
+                let took = at.elapsed();
+                tracing::warn!(cluster = %self.name, writer = %elected.addr, seconds_without_writer = took.as_secs_f64(), "new writer elected");
+                e.events.push_back(FailoverEvent {
+                    lost_at: unix_seconds(wall),
+                    lost,
+                    elected: Some(elected.addr.clone()),
+                    elected_at: Some(unix_seconds(now.1)),
+                    seconds_without_writer: Some(took.as_secs_f64()),
+                });
+                while e.events.len() > EVENTS_KEPT {
+                    e.events.pop_front();
+                }
+            } else {
+                tracing::info!(cluster = %self.name, writer = %elected.addr, "writer elected");
+            }
+        }
+        drop(e);
+        if changed {
+            self.changed();
+        }
+        changed
+    }
+
+    /// Failover events, oldest first; one still open (no writer yet) last.
+    pub fn events(&self) -> Vec<FailoverEvent> {
+        let e = self.election.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out: Vec<FailoverEvent> = e.events.iter().cloned().collect();
+        if let Some((_, wall, lost)) = &e.lost {
+            out.push(FailoverEvent {
+                lost_at: unix_seconds(*wall),
+                lost: lost.clone(),
+                elected: None,
+                elected_at: None,
+                seconds_without_writer: None,
+            });
+        }
+        out
+    }
+
+    /// The backend that should serve the next lease of `endpoint`, as the
+    /// topology is now; `None` when there is none (the router waits).
+    pub fn choose(&self, endpoint: &EndpointSettings) -> Option<Choice> {
+        // Only a backend up and writable is elected, and one that stops
+        // being either is unelected in the same probe round: no look at
+        // its health is needed here.
+        let writer = || self.writer();
+        if endpoint.role == EndpointRole::ReadWrite {
+            return writer().map(|w| Choice {
+                backend: w.clone(),
+                why: Why::Writer,
+            });
+        }
+        if let Some(r) = self.least_busy_reader(endpoint.max_replica_lag) {
+            return Some(Choice {
+                backend: r,
+                why: Why::LeastBusyReader,
+            });
+        }
+        match endpoint.reader_fallback {
+            ReaderFallback::Writer => writer().map(|w| Choice {
+                backend: w.clone(),
+                why: Why::WriterFallback,
+            }),
+            ReaderFallback::Error => None,
+        }
+    }
+
+    /// The up replica, within `max_lag`, with the fewest leases out; ties
+    /// go round so equal replicas share the load.
+    fn least_busy_reader(&self, max_lag: Option<Duration>) -> Option<Arc<BackendState>> {
+        let n = self.backends.len();
+        if n == 0 {
+            return None;
+        }
+        let start = self.next_reader.fetch_add(1, Ordering::Relaxed) % n;
+        let mut best: Option<(usize, &Arc<BackendState>)> = None;
+        for k in 0..n {
+            let b = &self.backends[(start + k) % n];
+            let h = b.health.lock().unwrap_or_else(PoisonError::into_inner);
+            let usable = h.up && h.role == Role::Reader && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max));
+            drop(h);
+            if !usable {
+                continue;
+            }
+            let load = b.leases.load(Ordering::Relaxed);
+            if best.is_none_or(|(l, _)| load < l) {
+                best = Some((load, b));
+            }
+        }
+        best.map(|(_, b)| b.clone())
+    }
+}
+
+pub struct Topology {
+    clusters: std::collections::HashMap<String, Arc<ClusterState>>,
+}
+
+impl Topology {
+    pub fn new(settings: &Settings) -> Self {
+        let clusters = settings
+            .clusters
+            .iter()
+            .map(|c| (c.name.clone(), Arc::new(ClusterState::new(c))))
+            .collect();
+        Self { clusters }
+    }
+
+    /// The server's own `max_connections`, when a probe has read it.
+    pub fn max_connections(&self, cluster: &str, backend: &str) -> Option<u32> {
+        self.clusters
+            .get(cluster)?
+            .backends
+            .iter()
+            .find(|b| b.addr == backend)?
+            .health()
+            .max_connections
+    }
+
+    pub fn cluster(&self, name: &str) -> Option<&Arc<ClusterState>> {
+        self.clusters.get(name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,92 @@
+//! The health monitor: one task per probed cluster runs a probe round every
+//! `health_check_interval`, and at once when a session could not connect
+//! (so a dead server is noticed in milliseconds, not intervals). A round
+//! probes every backend concurrently, each bounded by
+//! `health_check_timeout`, so one hung server neither delays the others
+//! nor looks healthy because its kept monitor connection is still open.
+//! After a round the writer is elected again, and the pools of a backend
+//! that went down are emptied, so no connection to it is handed out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::ClusterState;
+use crate::config::ClusterSettings;
+use crate::core::Core;
+use crate::engine::Engine;
+
+/// The soonest a round follows another when sessions keep asking for one.
+pub const MIN_ROUND_GAP: Duration = Duration::from_millis(50);
+
+/// Probes every backend of `cluster` once (concurrently), records the
+/// results and elects the writer.
+pub async fn probe_once<E: Engine>(core: &Core<E>, cluster: &ClusterSettings) {
+    let (Some(secret), Some(state)) = (&cluster.monitor, core.topology.cluster(&cluster.name)) else {
+        return;
+    };
+    let timeout = cluster.health_check_timeout;
+    let probes = state.backends.iter().map(|b| {
+        let engine = core.engine.clone();
+        let addr = b.addr.clone();
+        let secret = secret.clone();
+        async move {
+            match tokio::time::timeout(timeout, engine.probe(&addr, &secret, timeout)).await {
+                Ok(Ok(p)) => Ok(p),
+                Ok(Err(e)) => Err(e.detail.clone().unwrap_or_else(|| e.message.clone())),
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            }
+        }
+    });
+    let results = futures_util::future::join_all(probes).await;
+    for (i, result) in results.into_iter().enumerate() {
+        let b = &state.backends[i];
+        let before = b.health();
+        let failed = result.as_ref().err().cloned();
+        if state.record(i, result) {
+            let after = b.health();
+            match failed {
+                None => tracing::warn!(cluster = %cluster.name, backend = %b.addr, role = ?after.role, "backend up"),
+                Some(e) => tracing::warn!(cluster = %cluster.name, backend = %b.addr, error = %e, "backend down"),
+            }
+            if !after.up {
+                let closed = core.pools.retire_backend(&cluster.name, &b.addr);
+                tracing::info!(cluster = %cluster.name, backend = %b.addr, closed, "pooled connections to a down backend closed");
+            }
+        } else if before.role != b.health().role {
+            tracing::warn!(cluster = %cluster.name, backend = %b.addr, from = ?before.role, to = ?b.health().role, "backend role changed");
+        }
+    }
+    elect(core, state);
+}
+
+/// Elects the writer; a writer that was replaced has its pools emptied.
+fn elect<E: Engine>(core: &Core<E>, state: &ClusterState) {
+    let before = state.writer().cloned();
+    if state.elect()
+        && let Some(old) = before
+        && state.writer().is_none_or(|w| !Arc::ptr_eq(w, &old))
+    {
+        core.pools.retire_backend(&state.name, &old.addr);
+    }
+}
+
+/// Probes `cluster` every health-check interval (or sooner when asked)
+/// until shutdown.
+pub async fn monitor<E: Engine>(core: Arc<Core<E>>, cluster: Arc<ClusterSettings>) {
+    if cluster.monitor.is_none() {
+        return;
+    }
+    let Some(state) = core.topology.cluster(&cluster.name).cloned() else {
+        return;
+    };
+    let mut shutdown = core.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(cluster.health_check_interval) => {}
+            _ = state.probe_now.notified() => tokio::time::sleep(MIN_ROUND_GAP).await,
+            _ = shutdown.changed() => return,
+        }
+        probe_once(&core, &cluster).await;
+        core.pools.sweep();
+    }
+}

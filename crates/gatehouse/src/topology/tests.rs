@@ -1,0 +1,225 @@
+//! Writer election and reader choice, without servers: probes are fed in
+//! by hand.
+
+use super::*;
+
+/// Settings for one cluster of `n` backends named `b0`, `b1`, ... (probed:
+/// roles are discovered) with a read/write and a read-only endpoint.
+fn settings(n: usize, read_only: &str) -> Settings {
+    let backends: Vec<String> = (0..n).map(|i| format!("\"b{i}:1\"")).collect();
+    let text = format!(
+        r#"
+[[clusters]]
+name = "c"
+engine = "postgres"
+backends = [{}]
+monitor_secret = "s"
+health_check_failures = 2
+health_check_successes = 2
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "c"
+role = "read_write"
+
+[[endpoints]]
+name = "ro"
+listen = "127.0.0.1:0"
+cluster = "c"
+role = "read_only"
+{read_only}
+
+[[secrets]]
+name = "s"
+user = "u"
+password = "p"
+"#,
+        backends.join(", ")
+    );
+    match crate::config::parse(&text, std::path::Path::new(".")) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn cluster(n: usize) -> ClusterState {
+    ClusterState::new(&settings(n, "").clusters[0])
+}
+
+fn ok(writable: bool) -> Result<Probe, String> {
+    Ok(Probe {
+        writable,
+        max_connections: Some(100),
+        lag: None,
+        position: None,
+    })
+}
+
+fn down(c: &ClusterState, i: usize) {
+    c.record(i, Err("refused".into()));
+    c.record(i, Err("refused".into()));
+}
+
+/// `b0:1` as `b0`.
+fn short(addr: &str) -> &str {
+    addr.trim_end_matches(":1")
+}
+
+fn writer(c: &ClusterState) -> Option<&str> {
+    c.writer().map(|w| short(&w.addr))
+}
+
+#[test]
+fn the_writer_is_discovered_not_configured() {
+    let c = cluster(2);
+    c.record(0, ok(false));
+    c.record(1, ok(true));
+    c.elect();
+    assert_eq!(writer(&c), Some("b1"));
+}
+
+#[test]
+fn a_promoted_replica_becomes_the_writer() {
+    let c = cluster(2);
+    c.record(0, ok(true));
+    c.record(1, ok(false));
+    c.elect();
+    assert_eq!(writer(&c), Some("b0"));
+    down(&c, 0);
+    c.elect();
+    assert_eq!(writer(&c), None);
+    assert_eq!(c.events().last().and_then(|e| e.lost.clone()).as_deref(), Some("b0:1"));
+    c.record(1, ok(true));
+    c.elect();
+    assert_eq!(writer(&c), Some("b1"));
+    let e = c.events();
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0].elected.as_deref(), Some("b1:1"));
+    assert!(e[0].seconds_without_writer.is_some());
+}
+
+#[test]
+fn a_returning_old_writer_is_fenced_until_read_only() {
+    let c = cluster(2);
+    c.record(0, ok(true));
+    c.record(1, ok(false));
+    c.elect();
+    down(&c, 0);
+    c.record(1, ok(true));
+    c.elect();
+    assert_eq!(writer(&c), Some("b1"));
+    // The old writer restarts, still writable: split brain, not used.
+    c.record(0, ok(true));
+    c.record(0, ok(true));
+    c.elect();
+    assert_eq!(writer(&c), Some("b1"));
+    assert_eq!(c.backends[0].health().fence, Fence::Superseded);
+    // Even when the new writer is lost, the superseded one is not elected.
+    down(&c, 1);
+    c.elect();
+    assert_eq!(writer(&c), None);
+    // Rebuilt as a replica, it is safe again.
+    c.record(0, ok(false));
+    c.elect();
+    assert_eq!(c.backends[0].health().fence, Fence::None);
+}
+
+#[test]
+fn a_writer_restarted_in_place_is_used_again() {
+    let c = cluster(2);
+    c.record(0, ok(true));
+    c.record(1, ok(false));
+    c.elect();
+    down(&c, 0);
+    c.elect();
+    assert_eq!(writer(&c), None);
+    c.record(0, ok(true));
+    c.record(0, ok(true));
+    c.elect();
+    assert_eq!(writer(&c), Some("b0"));
+}
+
+#[test]
+fn a_demoted_writer_is_replaced_without_a_fence() {
+    let c = cluster(2);
+    c.record(0, ok(true));
+    c.record(1, ok(false));
+    c.elect();
+    // Switchover: the old writer becomes a replica, the replica a writer.
+    c.record(0, ok(false));
+    c.record(1, ok(true));
+    c.elect();
+    assert_eq!(writer(&c), Some("b1"));
+    assert_eq!(c.backends[0].health().fence, Fence::None);
+}
+
+/// The read/write endpoint, or the read-only one with `read_only`'s settings.
+fn endpoint(role: EndpointRole, read_only: &str) -> Arc<EndpointSettings> {
+    let s = settings(3, read_only);
+    let name = if role == EndpointRole::ReadWrite { "rw" } else { "ro" };
+    let e = s.endpoints.iter().find(|e| e.name == name).cloned();
+    e.unwrap_or_else(|| panic!("no endpoint {name}"))
+}
+
+#[test]
+fn readers_are_chosen_by_fewest_leases_outstanding() {
+    let c = cluster(3);
+    c.record(0, ok(true));
+    c.record(1, ok(false));
+    c.record(2, ok(false));
+    c.elect();
+    let ro = endpoint(EndpointRole::ReadOnly, "");
+    c.backends[1].leases.store(3, Ordering::Relaxed);
+    for _ in 0..4 {
+        let choice = c.choose(&ro).map(|ch| (short(&ch.backend.addr).to_string(), ch.why));
+        assert_eq!(choice, Some(("b2".to_string(), Why::LeastBusyReader)));
+    }
+    c.backends[2].leases.store(5, Ordering::Relaxed);
+    assert_eq!(
+        c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+        Some("b1")
+    );
+    // Equal load: both are used.
+    c.backends[1].leases.store(0, Ordering::Relaxed);
+    c.backends[2].leases.store(0, Ordering::Relaxed);
+    let picked: std::collections::HashSet<String> = (0..4)
+        .filter_map(|_| c.choose(&ro))
+        .map(|ch| short(&ch.backend.addr).to_string())
+        .collect();
+    assert_eq!(picked.len(), 2);
+}
+
+#[test]
+fn lagging_or_down_replicas_are_skipped_then_the_writer_serves() {
+    let c = cluster(3);
+    c.record(0, ok(true));
+    c.record(1, ok(false));
+    c.record(
+        2,
+        Ok(Probe {
+            writable: false,
+            max_connections: None,
+            lag: Some(Duration::from_secs(30)),
+            position: None,
+        }),
+    );
+    c.elect();
+    let ro = endpoint(EndpointRole::ReadOnly, "max_replica_lag = \"5s\"");
+    for _ in 0..3 {
+        assert_eq!(
+            c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+            Some("b1")
+        );
+    }
+    down(&c, 1);
+    let ch = c.choose(&ro).map(|ch| (short(&ch.backend.addr).to_string(), ch.why));
+    assert_eq!(ch, Some(("b0".to_string(), Why::WriterFallback)));
+    let strict = endpoint(
+        EndpointRole::ReadOnly,
+        "max_replica_lag = \"5s\"\nreader_fallback = \"error\"",
+    );
+    assert!(c.choose(&strict).is_none());
+    let rw = endpoint(EndpointRole::ReadWrite, "");
+    assert_eq!(c.choose(&rw).map(|ch| ch.why), Some(Why::Writer));
+}
