@@ -14,7 +14,7 @@ use crate::config::{EndpointSettings, EngineKind, Settings};
 use crate::core::Core;
 use crate::engine::mysql::MyEngine;
 use crate::engine::pg::PgEngine;
-use crate::engine::{ClientConn, Engine};
+use crate::engine::{ClientConn, Serve};
 use crate::park::ParkingLot;
 use crate::reload::Reloader;
 use crate::topology;
@@ -227,7 +227,7 @@ async fn park_sweeps(pg: Arc<Core<PgEngine>>, mysql: Arc<Core<MyEngine>>, every:
     }
 }
 
-async fn accept_loop<E: Engine>(
+async fn accept_loop<E: Serve>(
     core: Arc<Core<E>>,
     endpoint: Arc<EndpointSettings>,
     listener: TcpListener,

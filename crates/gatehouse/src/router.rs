@@ -48,7 +48,37 @@ impl Drop for Waiting<'_> {
     }
 }
 
+/// What a tenant's session holds once admitted: its client-connection
+/// slot (for the session's life), its cap on backend connections, and its
+/// routing context's first pool.
+pub struct Admitted<E: Engine> {
+    pub slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub cap: Option<TenantCap>,
+    pub pool: Arc<Pool<E>>,
+}
+
 impl<E: Engine> Core<E> {
+    /// Post-login admission, the same for every engine and for MySQL's
+    /// COM_CHANGE_USER: the tenant's connection rate and client-connection
+    /// limit (checked only after authentication, so a stranger learns
+    /// nothing of them), its backend cap, and the routing context on
+    /// `database`. The engine has checked the tenant may use `database`
+    /// (its answer's wording is the engine's).
+    pub fn admit(
+        &self,
+        endpoint: &EndpointSettings,
+        tenant: &crate::config::Tenant,
+        database: &str,
+    ) -> Result<Admitted<E>, ProxyError> {
+        let slot = self.admit_tenant(tenant)?;
+        let pool = self.initial_pool(endpoint, &tenant.secret, database)?;
+        Ok(Admitted {
+            slot,
+            cap: self.tenant_backend_cap(tenant),
+            pool,
+        })
+    }
+
     /// The pool a new session of `endpoint` starts its routing context
     /// with: on the backend the router would choose now, or, with none up,
     /// the first configured (nothing connects until a lease is routed).

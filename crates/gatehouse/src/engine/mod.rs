@@ -1,6 +1,8 @@
-//! The `Engine` trait: everything that differs between PostgreSQL and MySQL
-//! (wire protocol on both sides, backend connect and reset, role probes), so
-//! that pools, routing, topology, tenants and listeners stay engine-agnostic.
+//! The `Engine` trait: what differs between PostgreSQL and MySQL on the
+//! backend side (connect, reset, role probes, cancels), which pools,
+//! routing and topology drive; and `Serve`, the client side (the wire
+//! protocol of sessions), which sits above them. Pools, routing, topology,
+//! tenants and listeners stay engine-agnostic.
 
 pub mod idle;
 pub mod monitor;
@@ -91,7 +93,13 @@ pub trait Engine: Send + Sync + Sized + 'static {
 
     /// Sends a cancel for whatever `target` is running now.
     fn cancel(&self, target: Self::CancelTarget) -> impl Future<Output = Result<(), ProxyError>> + Send;
+}
 
+/// The client side of an engine: its sessions, which sit above the core
+/// (pools, topology, router) that [`Engine`] drives backends for. Kept
+/// apart so the dependency arrows point one way: backend drivers ←
+/// pools/topology/router ← sessions.
+pub trait Serve: Engine {
     /// Serves one client connection from accept to close.
     fn serve(core: Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send;
 }

@@ -101,15 +101,14 @@ impl Session {
             let msg = format!("Access denied for user '{}' to database '{db}'", tenant.name);
             return Err((seq, ProxyError::new(Condition::UnknownDatabase, msg)));
         }
-        let slot = core.admit_tenant(&tenant).map_err(|e| (seq, e))?;
-        let pool = core
-            .initial_pool(&self.endpoint, &tenant.secret, database.as_deref().unwrap_or(""))
+        let admitted = core
+            .admit(&self.endpoint, &tenant, database.as_deref().unwrap_or(""))
             .map_err(|e| (seq, e))?;
         self.reset_state().await;
-        self._tenant_slot = slot;
+        self._tenant_slot = admitted.slot;
         self.cancel.claim(&tenant.name);
-        self.cap = core.tenant_backend_cap(&tenant);
-        self.pool = pool;
+        self.cap = admitted.cap;
+        self.pool = admitted.pool;
         self.tenant = tenant;
         let collation = request.charset.and_then(|c| u8::try_from(c).ok());
         if let Some(c) = collation {

@@ -194,7 +194,9 @@ impl Engine for MyEngine {
     async fn cancel(&self, target: MyCancelTarget) -> Result<(), ProxyError> {
         backend::cancel(target).await
     }
+}
 
+impl crate::engine::Serve for MyEngine {
     fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send {
         // No async wrapper: its copy of the arguments would stay in every
         // session's task.

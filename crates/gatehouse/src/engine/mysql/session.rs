@@ -157,12 +157,8 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         );
         return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await;
     }
-    let tenant_slot = match core.admit_tenant(&tenant) {
-        Ok(slot) => slot,
-        Err(e) => return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await,
-    };
-    let pool = match core.initial_pool(&endpoint, &tenant.secret, database.as_deref().unwrap_or("")) {
-        Ok(p) => p,
+    let admitted = match core.admit(&endpoint, &tenant, database.as_deref().unwrap_or("")) {
+        Ok(a) => a,
         Err(e) => return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await,
     };
     cancel.claim(&tenant.name);
@@ -187,9 +183,8 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
             caps,
             collation: response.charset,
             cancel,
-            tenant_slot,
+            admitted,
             peer: peer.ip(),
-            pool,
             guards: (admission, drain),
         },
     }))

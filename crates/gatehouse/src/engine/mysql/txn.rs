@@ -52,13 +52,11 @@ pub struct Start {
     pub collation: u8,
     /// The session's cancel key; its slot names the backend query running now.
     pub cancel: CancelKey<MyCancelTarget>,
-    /// The tenant's client-connection slot, held for the session.
-    pub tenant_slot: Option<OwnedSemaphorePermit>,
+    /// What admission gave the session: its client-connection slot (held
+    /// for the session), backend cap and first pool (crate::router).
+    pub admitted: crate::router::Admitted<MyEngine>,
     /// The client's address (failed-login limits on COM_CHANGE_USER).
     pub peer: IpAddr,
-    /// The session's first pool: its routing context (backend user,
-    /// database); each lease is routed anew from it (crate::router).
-    pub pool: Arc<Pool<MyEngine>>,
     /// Held for the session's life: its admission slot, and the guard
     /// shutdown waits on.
     pub guards: (Option<OwnedSemaphorePermit>, crate::app::DrainGuard),
@@ -118,14 +116,14 @@ pub enum Served {
 /// The session of a client after login, in a box of its own (it moves to
 /// the parking lot and back whole).
 pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
-    let pool = start.pool;
+    let crate::router::Admitted { slot, cap, pool } = start.admitted;
     let vars = Vars::for_collation(start.collation, BACKEND_COLLATION, |id| core.engine.collation_name(id));
     let mut s = Box::new(Session {
-        cap: core.tenant_backend_cap(&start.tenant),
+        cap,
         core,
         endpoint: start.endpoint,
         cancel: start.cancel,
-        _tenant_slot: start.tenant_slot,
+        _tenant_slot: slot,
         _guards: start.guards,
         peer: start.peer,
         tenant: start.tenant,

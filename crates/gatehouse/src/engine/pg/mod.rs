@@ -80,7 +80,9 @@ impl Engine for PgEngine {
     async fn cancel(&self, target: PgCancelTarget) -> Result<(), ProxyError> {
         backend::cancel(target).await
     }
+}
 
+impl crate::engine::Serve for PgEngine {
     fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send {
         // No async wrapper: its copy of the arguments would stay in every
         // session's task.

@@ -20,7 +20,7 @@ use super::txn::TxSession;
 use super::{PgEngine, send_fatal};
 use crate::auth::Check;
 use crate::cancel::CancelKey;
-use crate::config::{ClientAuth, EndpointSettings, PoolMode, Tenant};
+use crate::config::{ClientAuth, EndpointSettings, PoolMode};
 use crate::core::Core;
 use crate::engine::stream::ClientStream;
 use crate::engine::{ClientConn, Engine};
@@ -31,10 +31,8 @@ use crate::pool::{Lease, Pool, TenantCap};
 struct LoggedIn {
     stream: ClientStream,
     endpoint: Arc<EndpointSettings>,
-    tenant: Arc<Tenant>,
-    database: String,
     params: Vec<(String, String)>,
-    _tenant_slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    admitted: crate::router::Admitted<PgEngine>,
     _admission: Option<tokio::sync::OwnedSemaphorePermit>,
     _drain: crate::app::DrainGuard,
 }
@@ -75,15 +73,14 @@ async fn start(
     let LoggedIn {
         mut stream,
         endpoint,
-        tenant,
-        database,
         params,
-        _tenant_slot,
+        admitted,
         _admission,
         _drain,
     } = session;
     let cancel = core.cancels.register();
-    match Box::pin(begin(core, &endpoint, &mut stream, &tenant, &database, params, cancel)).await {
+    let crate::router::Admitted { slot: _tenant_slot, cap, pool } = admitted;
+    match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel)).await {
         Ok(Some(tx)) => Some((
             Box::new(Live {
                 tx,
@@ -151,7 +148,7 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
             &unsupported,
         )),
     );
-    let (tenant, database, tenant_slot) = match login.await {
+    let admitted = match login.await {
         Ok(Ok(Some(t))) => t,
         Ok(Ok(None)) => return None,
         Ok(Err(e)) => return fail(&core.stats, Some(&mut stream), &e, peer).await,
@@ -160,10 +157,8 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     Some(LoggedIn {
         stream,
         endpoint,
-        tenant,
-        database,
         params,
-        _tenant_slot: tenant_slot,
+        admitted,
         _admission: admission,
         _drain: drain,
     })
@@ -192,8 +187,8 @@ pub(super) async fn fail<T>(
     None
 }
 
-/// Who the client turned out to be: tenant, database, tenant connection slot.
-type Admitted = (Arc<Tenant>, String, Option<tokio::sync::OwnedSemaphorePermit>);
+/// What admission gave the client (see [`Core::admit`]).
+type Admitted = crate::router::Admitted<PgEngine>;
 
 /// TLS policy, protocol negotiation, the failed-login limits,
 /// authentication, the database check and the tenant's connection limits.
@@ -275,8 +270,7 @@ async fn admit(
             format!("no access to database \"{database}\" for user \"{user}\""),
         ));
     }
-    let slot = core.admit_tenant(&tenant)?;
-    Ok(Some((tenant, database, slot)))
+    Ok(Some(core.admit(endpoint, &tenant, &database)?))
 }
 
 /// Startup parameters the client asked for, as (name, value) to SET on the
@@ -339,17 +333,15 @@ async fn begin(
     core: &Arc<Core<PgEngine>>,
     endpoint: &Arc<EndpointSettings>,
     stream: &mut ClientStream,
-    tenant: &Tenant,
-    database: &str,
+    // The session's routing context: its endpoint and the pool it used
+    // last; every lease is routed anew (crate::router).
+    mut pool: Arc<Pool<PgEngine>>,
+    cap: Option<TenantCap>,
     params: Vec<(String, String)>,
     cancel: CancelKey<PgCancelTarget>,
 ) -> Result<Option<TxSession>, ProxyError> {
     // Startup parameters matter only until the greeting: not kept.
     let wanted = session_parameters(params)?;
-    // The session's routing context: its endpoint and the pool it used
-    // last; every lease is routed anew (crate::router).
-    let mut pool = core.initial_pool(endpoint, &tenant.secret, database)?;
-    let cap = core.tenant_backend_cap(tenant);
     if endpoint.pool_mode == PoolMode::Session {
         Box::pin(run_session(
             core,
