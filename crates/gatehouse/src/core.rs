@@ -12,6 +12,13 @@ use crate::engine::Engine;
 use crate::pool::Pools;
 use crate::topology::Topology;
 
+/// What a reload changed in one engine's core, and what it could not.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ReloadReport {
+    pub applied: Vec<String>,
+    pub not_applied: Vec<String>,
+}
+
 pub struct Core<E: Engine> {
     pub settings: Arc<Settings>,
     /// Who may log in; replaced on reload (see [`Core::reload`]).
@@ -81,9 +88,12 @@ impl<E: Engine> Core<E> {
         })
     }
 
-    /// Takes the tenants and backend credentials of a reloaded
-    /// configuration; other settings need a restart.
-    pub fn reload(&self, settings: &Settings) {
+    /// Takes a reloaded configuration: tenants, backend credentials, and
+    /// each cluster's backends (added ones are probed at once and take
+    /// their share of new leases as soon as they answer; removed ones get
+    /// no new lease, and their connections close as their leases end).
+    /// What cannot change without a restart is listed, not applied.
+    pub fn reload(&self, settings: &Settings) -> ReloadReport {
         self.tenants.replace(settings.tenants.clone());
         self.limits.retain_tenants(|name| settings.tenants.contains_key(name));
         // Pools in use take the new credentials of their own secret now
@@ -97,7 +107,54 @@ impl<E: Engine> Core<E> {
                 tracing::info!(user = %pool.key().user, database = %pool.key().database, "backend credentials rotated");
             }
         }
-        tracing::info!(tenants = settings.tenants.len(), "tenants and secrets reloaded");
+        let mut report = ReloadReport::default();
+        self.reload_topology(settings, &mut report);
+        tracing::info!(tenants = settings.tenants.len(), applied = ?report.applied, not_applied = ?report.not_applied, "tenants, secrets and topology reloaded");
+        report
+    }
+
+    fn reload_topology(&self, settings: &Settings, report: &mut ReloadReport) {
+        let mine = |c: &&Arc<crate::config::ClusterSettings>| c.engine == E::KIND;
+        for new in settings.clusters.iter().filter(mine) {
+            let Some(old) = self.settings.clusters.iter().find(|c| c.name == new.name) else {
+                report
+                    .not_applied
+                    .push(format!("cluster \"{}\" added (needs a restart)", new.name));
+                continue;
+            };
+            if let Some(state) = self.topology.cluster(&new.name) {
+                let (added, removed) = state.set_backends(&new.backends, old.monitor.is_some());
+                for a in &added {
+                    report
+                        .applied
+                        .push(format!("cluster \"{}\": backend {a} added", new.name));
+                }
+                for r in &removed {
+                    self.pools.retire_backend(&new.name, r);
+                    report
+                        .applied
+                        .push(format!("cluster \"{}\": backend {r} removed", new.name));
+                }
+                if !added.is_empty() {
+                    state.probe_now.notify_one();
+                }
+            }
+            for field in crate::config::cluster_changes(old, new) {
+                report
+                    .not_applied
+                    .push(format!("cluster \"{}\": {field} changed (needs a restart)", new.name));
+            }
+        }
+        for old in self.settings.clusters.iter().filter(mine) {
+            if !settings.clusters.iter().any(|c| c.name == old.name) {
+                report
+                    .not_applied
+                    .push(format!("cluster \"{}\" removed (needs a restart)", old.name));
+            }
+        }
+        for change in crate::config::endpoint_changes(&self.settings.endpoints, &settings.endpoints, E::KIND) {
+            report.not_applied.push(format!("{change} (needs a restart)"));
+        }
     }
 
     /// The cap on `tenant`'s backend connections in use, if it has one.

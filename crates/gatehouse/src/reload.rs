@@ -1,7 +1,9 @@
 //! Configuration reload without a restart, shared by SIGHUP and the admin
 //! API: read the file the proxy started from again, validate it, and hand
-//! its tenants (with the tenant directory) and secrets (with the secrets
-//! store) to every engine's core. An invalid file changes nothing.
+//! its tenants (with the tenant directory), secrets (with the secrets
+//! store) and clusters' backends to every engine's core. An invalid file
+//! changes nothing; the answer lists what changed in the topology and what
+//! needs a restart (new clusters and endpoints, pool settings).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,11 +21,14 @@ pub enum ReloadError {
     Failed(String),
 }
 
-/// What a successful reload took.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+/// What a successful reload took, what it changed in the topology, and
+/// what needs a restart to take effect.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ReloadOutcome {
     pub tenants: usize,
     pub secrets: usize,
+    pub applied: Vec<String>,
+    pub not_applied: Vec<String>,
 }
 
 pub struct Reloader {
@@ -53,7 +58,10 @@ impl Reloader {
         match &result {
             Ok(o) => {
                 self.succeeded.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(tenants = o.tenants, secrets = o.secrets, "configuration reloaded");
+                tracing::info!(tenants = o.tenants, secrets = o.secrets, applied = ?o.applied, not_applied = ?o.not_applied, "configuration reloaded");
+                for change in &o.not_applied {
+                    tracing::warn!(change, "configuration change not applied: it needs a restart");
+                }
             }
             Err(e) => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
@@ -69,12 +77,18 @@ impl Reloader {
             .await
             .map_err(|e| ReloadError::Failed(e.to_string()))?
             .map_err(|problems| ReloadError::Invalid(problems.to_string()))?;
+        let mut applied = Vec::new();
+        let mut not_applied = Vec::new();
         for core in &self.cores {
-            core.reload(&settings);
+            let report = core.reload(&settings);
+            applied.extend(report.applied);
+            not_applied.extend(report.not_applied);
         }
         Ok(ReloadOutcome {
             tenants: settings.tenants.len(),
             secrets: settings.secrets.len(),
+            applied,
+            not_applied,
         })
     }
 

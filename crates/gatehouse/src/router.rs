@@ -92,7 +92,7 @@ impl<E: Engine> Core<E> {
         let backend = match state.choose(endpoint) {
             Some(c) => c.backend,
             None => state
-                .backends
+                .backends()
                 .first()
                 .cloned()
                 .ok_or_else(|| ProxyError::new(Condition::Internal, "cluster has no backend"))?,
@@ -115,7 +115,7 @@ impl<E: Engine> Core<E> {
             .topology
             .cluster(&key.cluster)
             .and_then(|s| {
-                s.backends
+                s.backends()
                     .iter()
                     .find(|b| b.addr == key.backend)
                     .map(|b| b.leases.clone())

@@ -1,6 +1,9 @@
 //! The admin HTTP API: `GET /metrics` (Prometheus), `GET /api/pools`,
-//! `GET /api/backends`, `GET /api/stats`, `GET /api/health` and
-//! `POST /api/reload`. It shows names, counts and states, never a password,
+//! `GET /api/backends`, `GET /api/clusters`, `GET /api/stats`,
+//! `GET /api/health`, `POST /api/reload`, and the operator commands
+//! (`POST /api/clusters/{c}/pause|resume`, `/api/endpoints/{e}/pause|resume`,
+//! `/api/clusters/{c}/backends/{b}/drain|undrain`,
+//! `/api/clusters/{c}/switchover/{b}`). It shows names, counts and states, never a password,
 //! token, verifier or secret value. With `[admin] token_file`, every request
 //! must carry `Authorization: Bearer <token>`.
 
@@ -10,7 +13,7 @@ pub mod view;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
 use crate::reload::{ReloadError, Reloader};
-use view::{CoreSnapshot, CoreView};
+use view::{CoreSnapshot, CoreView, Operation};
 
 /// An endpoint's client-connection slots, to count connected clients.
 pub struct EndpointSlots {
@@ -66,6 +69,13 @@ fn router(state: Arc<AdminState>) -> Router {
         .route("/api/clusters", get(clusters))
         .route("/api/stats", get(stats))
         .route("/api/reload", post(reload))
+        .route("/api/clusters/{cluster}/pause", post(pause_cluster))
+        .route("/api/clusters/{cluster}/resume", post(resume_cluster))
+        .route("/api/endpoints/{endpoint}/pause", post(pause_endpoint))
+        .route("/api/endpoints/{endpoint}/resume", post(resume_endpoint))
+        .route("/api/clusters/{cluster}/backends/{backend}/drain", post(drain))
+        .route("/api/clusters/{cluster}/backends/{backend}/undrain", post(undrain))
+        .route("/api/clusters/{cluster}/switchover/{backend}", post(switchover))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state)
 }
@@ -120,6 +130,77 @@ async fn backends(State(state): State<Arc<AdminState>>) -> Response {
 
 async fn clusters(State(state): State<Arc<AdminState>>) -> Response {
     per_engine(&state, "clusters", |s| serde_json::json!(s.clusters))
+}
+
+/// Runs `op` on the engine whose cluster or endpoint it names.
+fn operate(state: &AdminState, op: Operation) -> Response {
+    for core in &state.cores {
+        match core.operate(&op) {
+            Some(Ok(())) => return axum::Json(serde_json::json!({ "done": format!("{op:?}") })).into_response(),
+            Some(Err(e)) => return (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
+            None => {}
+        }
+    }
+    (StatusCode::NOT_FOUND, "no such cluster or endpoint\n").into_response()
+}
+
+async fn pause_cluster(State(state): State<Arc<AdminState>>, Path(cluster): Path<String>) -> Response {
+    operate(&state, Operation::PauseCluster { cluster, paused: true })
+}
+
+async fn resume_cluster(State(state): State<Arc<AdminState>>, Path(cluster): Path<String>) -> Response {
+    operate(&state, Operation::PauseCluster { cluster, paused: false })
+}
+
+async fn pause_endpoint(State(state): State<Arc<AdminState>>, Path(endpoint): Path<String>) -> Response {
+    operate(&state, Operation::PauseEndpoint { endpoint, paused: true })
+}
+
+async fn resume_endpoint(State(state): State<Arc<AdminState>>, Path(endpoint): Path<String>) -> Response {
+    operate(
+        &state,
+        Operation::PauseEndpoint {
+            endpoint,
+            paused: false,
+        },
+    )
+}
+
+async fn drain(State(state): State<Arc<AdminState>>, Path((cluster, backend)): Path<(String, String)>) -> Response {
+    operate(
+        &state,
+        Operation::Drain {
+            cluster,
+            backend,
+            draining: true,
+        },
+    )
+}
+
+async fn undrain(State(state): State<Arc<AdminState>>, Path((cluster, backend)): Path<(String, String)>) -> Response {
+    operate(
+        &state,
+        Operation::Drain {
+            cluster,
+            backend,
+            draining: false,
+        },
+    )
+}
+
+async fn switchover(
+    State(state): State<Arc<AdminState>>,
+    Path((cluster, backend)): Path<(String, String)>,
+) -> Response {
+    for core in &state.cores {
+        if let Some(run) = core.switchover(&cluster, &backend) {
+            return match run.await {
+                Ok(writer) => axum::Json(serde_json::json!({ "writer": writer })).into_response(),
+                Err(e) => (StatusCode::CONFLICT, format!("{e}\n")).into_response(),
+            };
+        }
+    }
+    (StatusCode::NOT_FOUND, "no such cluster\n").into_response()
 }
 
 async fn stats(State(state): State<Arc<AdminState>>) -> Response {

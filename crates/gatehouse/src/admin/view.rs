@@ -73,8 +73,36 @@ pub struct CoreSnapshot {
 /// One engine's core, as the admin API and reloads use it.
 pub trait CoreView: Send + Sync {
     fn snapshot(&self) -> CoreSnapshot;
-    /// Takes the tenants and secrets of `settings` (see [`Core::reload`]).
-    fn reload(&self, settings: &Settings);
+    /// Takes a reloaded configuration (see [`Core::reload`]).
+    fn reload(&self, settings: &Settings) -> crate::core::ReloadReport;
+    /// An operator command (see [`crate::topology::operate`]); `None`
+    /// when the cluster or endpoint it names is not this engine's.
+    fn operate(&self, op: &Operation) -> Option<Result<(), String>>;
+    /// A switchover of `cluster` to `target`; `None` when the cluster is
+    /// not this engine's. Resolves to the new writer.
+    fn switchover<'a>(
+        &'a self,
+        cluster: &'a str,
+        target: &'a str,
+    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>>;
+}
+
+/// Operator commands that take effect at once.
+#[derive(Debug, Clone)]
+pub enum Operation {
+    PauseCluster {
+        cluster: String,
+        paused: bool,
+    },
+    PauseEndpoint {
+        endpoint: String,
+        paused: bool,
+    },
+    Drain {
+        cluster: String,
+        backend: String,
+        draining: bool,
+    },
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -111,14 +139,14 @@ impl<E: Engine> CoreView for Core<E> {
         for cluster in self.settings.clusters.iter().filter(|c| c.engine == E::KIND) {
             if let Some(state) = self.topology.cluster(&cluster.name) {
                 let writer = state.writer();
-                for b in &state.backends {
+                for b in state.backends().iter() {
                     let h = b.health();
                     backends.push(BackendView {
                         cluster: cluster.name.clone(),
                         backend: b.addr.clone(),
                         role: role_name(h.role),
                         up: h.up,
-                        elected: writer.is_some_and(|w| std::sync::Arc::ptr_eq(w, b)),
+                        elected: writer.as_ref().is_some_and(|w| std::sync::Arc::ptr_eq(w, b)),
                         fenced: h.fence != crate::topology::Fence::None,
                         lag_seconds: h.lag.map(|l| l.as_secs_f64()),
                         position: h.position,
@@ -130,7 +158,7 @@ impl<E: Engine> CoreView for Core<E> {
                 }
                 clusters.push(ClusterView {
                     cluster: cluster.name.clone(),
-                    writer: writer.map(|w| w.addr.clone()),
+                    writer: writer.as_ref().map(|w| w.addr.clone()),
                     waiting: state.waiting.load(std::sync::atomic::Ordering::Relaxed),
                     failovers: state.events(),
                 });
@@ -154,7 +182,60 @@ impl<E: Engine> CoreView for Core<E> {
         }
     }
 
-    fn reload(&self, settings: &Settings) {
-        Core::reload(self, settings);
+    fn reload(&self, settings: &Settings) -> crate::core::ReloadReport {
+        Core::reload(self, settings)
+    }
+
+    fn operate(&self, op: &Operation) -> Option<Result<(), String>> {
+        let cluster_of = |name: &str| {
+            self.settings
+                .clusters
+                .iter()
+                .any(|c| c.name == name && c.engine == E::KIND)
+                .then(|| self.topology.cluster(name).cloned())
+                .flatten()
+        };
+        match op {
+            Operation::PauseCluster { cluster, paused } => {
+                cluster_of(cluster)?.set_paused(*paused);
+                Some(Ok(()))
+            }
+            Operation::PauseEndpoint { endpoint, paused } => {
+                let e = self
+                    .settings
+                    .endpoints
+                    .iter()
+                    .find(|e| &e.name == endpoint && e.cluster.engine == E::KIND)?;
+                cluster_of(&e.cluster.name)?.set_endpoint_paused(endpoint, *paused);
+                Some(Ok(()))
+            }
+            Operation::Drain {
+                cluster,
+                backend,
+                draining,
+            } => {
+                let state = cluster_of(cluster)?;
+                Some(crate::topology::operate::drain(self, &state, backend, *draining).map_err(|e| e.to_string()))
+            }
+        }
+    }
+
+    fn switchover<'a>(
+        &'a self,
+        cluster: &'a str,
+        target: &'a str,
+    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>> {
+        let settings = self
+            .settings
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster && c.engine == E::KIND)?
+            .clone();
+        let state = self.topology.cluster(cluster)?.clone();
+        Some(Box::pin(async move {
+            crate::topology::operate::switchover(self, &state, &settings, target)
+                .await
+                .map_err(|e| e.to_string())
+        }))
     }
 }

@@ -94,6 +94,9 @@ pub struct ClusterSettings {
     /// How long a transaction (or a login) waits for a writer, or for any
     /// backend its endpoint may use, before it gets an error.
     pub failover_hold: Duration,
+    /// The command a switchover runs (through `sh -c`) to promote
+    /// `{target}` (replaced by the backend's address).
+    pub switchover_command: Option<String>,
     pub connect_timeout: Duration,
     /// Backend connections per (backend, backend user, database).
     pub pool_size: u32,
@@ -259,4 +262,89 @@ impl fmt::Debug for AdminSettings {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
+}
+
+/// The settings of a cluster that differ between `old` and `new`, other
+/// than its backends (which a reload applies), by their config names.
+pub fn cluster_changes(old: &ClusterSettings, new: &ClusterSettings) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut check = |differs: bool, name: &'static str| {
+        if differs {
+            out.push(name);
+        }
+    };
+    check(old.engine != new.engine, "engine");
+    check(
+        old.monitor.as_ref().map(|s| &s.name) != new.monitor.as_ref().map(|s| &s.name),
+        "monitor_secret",
+    );
+    check(
+        old.health_check_interval != new.health_check_interval,
+        "health_check_interval",
+    );
+    check(
+        old.health_check_timeout != new.health_check_timeout,
+        "health_check_timeout",
+    );
+    check(
+        old.health_check_failures != new.health_check_failures,
+        "health_check_failures",
+    );
+    check(
+        old.health_check_successes != new.health_check_successes,
+        "health_check_successes",
+    );
+    check(old.failover_hold != new.failover_hold, "failover_hold");
+    check(old.switchover_command != new.switchover_command, "switchover_command");
+    check(old.connect_timeout != new.connect_timeout, "connect_timeout");
+    check(old.pool_size != new.pool_size, "pool.size");
+    check(old.borrow_timeout != new.borrow_timeout, "pool.borrow_timeout");
+    check(
+        old.max_connections_percent != new.max_connections_percent,
+        "pool.max_connections_percent",
+    );
+    check(old.max_idle_percent != new.max_idle_percent, "pool.max_idle_percent");
+    check(old.init_query != new.init_query, "pool.init_query");
+    check(old.server_lifetime != new.server_lifetime, "pool.server_lifetime");
+    check(
+        old.server_idle_timeout != new.server_idle_timeout,
+        "pool.server_idle_timeout",
+    );
+    out
+}
+
+/// Endpoints of `engine` added, removed or changed between `old` and `new`.
+pub fn endpoint_changes(
+    old: &[Arc<EndpointSettings>],
+    new: &[Arc<EndpointSettings>],
+    engine: EngineKind,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in new.iter().filter(|e| e.cluster.engine == engine) {
+        match old.iter().find(|o| o.name == n.name) {
+            None => out.push(format!("endpoint \"{}\" added", n.name)),
+            Some(o) => {
+                let same = o.listen == n.listen
+                    && o.cluster.name == n.cluster.name
+                    && o.role == n.role
+                    && o.pool_mode == n.pool_mode
+                    && o.max_client_connections == n.max_client_connections
+                    && o.idle_client_timeout == n.idle_client_timeout
+                    && o.max_replica_lag == n.max_replica_lag
+                    && o.reader_fallback == n.reader_fallback
+                    && o.pinning_filter == n.pinning_filter
+                    && o.require_tls == n.require_tls
+                    && o.client_auth == n.client_auth;
+                if !same {
+                    out.push(format!("endpoint \"{}\" changed", n.name));
+                }
+            }
+        }
+    }
+    for o in old.iter().filter(|e| e.cluster.engine == engine) {
+        if !new.iter().any(|n| n.name == o.name) {
+            out.push(format!("endpoint \"{}\" removed", o.name));
+        }
+    }
+    out
 }

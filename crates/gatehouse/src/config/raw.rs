@@ -91,6 +91,7 @@ pub struct RawCluster {
     pub health_check_successes: Option<Spanned<u32>>,
     #[serde(default, with = "humantime_serde::option")]
     pub failover_hold: Option<Duration>,
+    pub switchover_command: Option<String>,
     #[serde(default, with = "humantime_serde::option")]
     pub connect_timeout: Option<Duration>,
     #[serde(default)]

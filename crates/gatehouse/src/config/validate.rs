@@ -297,6 +297,7 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
             health_check_successes: at_least_one(cx, &c.health_check_successes, "health_check_successes")
                 .unwrap_or(DEFAULT_HEALTH_CHECK_SUCCESSES),
             failover_hold: c.failover_hold.unwrap_or(DEFAULT_FAILOVER_HOLD),
+            switchover_command: c.switchover_command.clone(),
             connect_timeout: c.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             pool_size,
             borrow_timeout: c.pool.borrow_timeout.unwrap_or(DEFAULT_BORROW_TIMEOUT),

@@ -429,6 +429,20 @@ impl<E: Engine> Pools<E> {
             .clone()
     }
 
+    /// Tells the pools on `backend` of `cluster` the server's own
+    /// `max_connections`, once a probe has read it.
+    pub fn learn_server_max(&self, cluster: &str, backend: &str, server_max: Option<u32>) {
+        let share = self
+            .shares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(cluster.to_owned(), backend.to_owned()))
+            .cloned();
+        if let Some(share) = share {
+            share.learn_server_max(server_max);
+        }
+    }
+
     /// Retires every pool on `backend` of `cluster` (see [`Pool::retire`]);
     /// returns how many idle connections were closed.
     pub fn retire_backend(&self, cluster: &str, backend: &str) -> usize {

@@ -18,12 +18,14 @@
 //! taken as the writer and the rest as readers, all assumed up.
 
 pub mod monitor;
+pub mod operate;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use arc_swap::{ArcSwap, ArcSwapOption};
 use tokio::sync::{Notify, watch};
 
 use crate::config::{ClusterSettings, EndpointRole, EndpointSettings, ReaderFallback, Settings};
@@ -33,9 +35,6 @@ pub use self::monitor::{monitor, probe_once};
 
 /// Failover events kept per cluster for the admin API.
 pub const EVENTS_KEPT: usize = 64;
-
-/// `writer` when no backend is elected.
-const NO_WRITER: usize = usize::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -78,9 +77,31 @@ pub struct BackendState {
     pub leases: Arc<AtomicUsize>,
     /// Leases routed to it so far.
     pub routed: AtomicU64,
+    /// Drained by an operator: no new leases.
+    pub draining: AtomicBool,
 }
 
 impl BackendState {
+    fn new(addr: &str, role: Role, up: bool) -> Self {
+        Self {
+            addr: addr.to_owned(),
+            health: Mutex::new(Health {
+                role,
+                up,
+                max_connections: None,
+                lag: None,
+                position: None,
+                fence: Fence::None,
+                last_error: None,
+                failures: 0,
+                successes: 0,
+            }),
+            leases: Arc::new(AtomicUsize::new(0)),
+            routed: AtomicU64::new(0),
+            draining: AtomicBool::new(false),
+        }
+    }
+
     pub fn health(&self) -> Health {
         self.health.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -135,11 +156,12 @@ pub struct FailoverEvent {
 
 pub struct ClusterState {
     pub name: String,
-    pub backends: Vec<Arc<BackendState>>,
+    /// The backends now (a reload may add or remove some); read lock-free.
+    backends: ArcSwap<Vec<Arc<BackendState>>>,
     to_down: u32,
     to_up: u32,
-    /// Index of the elected writer, or [`NO_WRITER`]; read without a lock.
-    writer: AtomicUsize,
+    /// The elected writer, if any; read lock-free.
+    writer: ArcSwapOption<BackendState>,
     /// Serializes elections.
     election: Mutex<Election>,
     /// Bumped on every change a waiting session may care about.
@@ -150,6 +172,10 @@ pub struct ClusterState {
     pub waiting: AtomicUsize,
     /// Ties between equally loaded readers go round.
     next_reader: AtomicUsize,
+    /// Paused by an operator (the cluster, or some of its endpoints).
+    paused: AtomicBool,
+    any_endpoint_paused: AtomicBool,
+    paused_endpoints: Mutex<std::collections::HashSet<String>>,
 }
 
 #[derive(Default)]
@@ -193,7 +219,7 @@ fn unix_seconds(t: SystemTime) -> f64 {
 impl ClusterState {
     fn new(c: &ClusterSettings) -> Self {
         let probed = c.monitor.is_some();
-        let backends = c
+        let backends: Vec<Arc<BackendState>> = c
             .backends
             .iter()
             .enumerate()
@@ -203,41 +229,79 @@ impl ClusterState {
                     (false, 0) => Role::Writer,
                     (false, _) => Role::Reader,
                 };
-                Arc::new(BackendState {
-                    addr: addr.clone(),
-                    health: Mutex::new(Health {
-                        role,
-                        up: !probed,
-                        max_connections: None,
-                        lag: None,
-                        position: None,
-                        fence: Fence::None,
-                        last_error: None,
-                        failures: 0,
-                        successes: 0,
-                    }),
-                    leases: Arc::new(AtomicUsize::new(0)),
-                    routed: AtomicU64::new(0),
-                })
+                Arc::new(BackendState::new(addr, role, !probed))
             })
             .collect();
+        let writer = (!probed).then(|| backends.first().cloned()).flatten();
         Self {
             name: c.name.clone(),
-            backends,
+            backends: ArcSwap::from_pointee(backends),
             to_down: c.health_check_failures,
             to_up: c.health_check_successes,
-            writer: AtomicUsize::new(if probed || c.backends.is_empty() { NO_WRITER } else { 0 }),
+            writer: ArcSwapOption::new(writer),
             election: Mutex::new(Election::default()),
             version: watch::channel(0).0,
             probe_now: Notify::new(),
             waiting: AtomicUsize::new(0),
             next_reader: AtomicUsize::new(0),
+            paused: AtomicBool::new(false),
+            any_endpoint_paused: AtomicBool::new(false),
+            paused_endpoints: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
     /// The elected writer, if any.
-    pub fn writer(&self) -> Option<&Arc<BackendState>> {
-        self.backends.get(self.writer.load(Ordering::Acquire))
+    pub fn writer(&self) -> Option<Arc<BackendState>> {
+        self.writer.load_full()
+    }
+
+    /// The backends now.
+    pub fn backends(&self) -> Arc<Vec<Arc<BackendState>>> {
+        self.backends.load_full()
+    }
+
+    /// Takes the backend list of a reloaded configuration: backends kept
+    /// keep their state, new ones start unknown and down until a probe
+    /// finds them (unprobed clusters: up, the first the writer), removed
+    /// ones are forgotten (a removed writer is unelected). Returns (added,
+    /// removed) addresses.
+    pub fn set_backends(&self, addrs: &[String], probed: bool) -> (Vec<String>, Vec<String>) {
+        let e = self.election.lock().unwrap_or_else(PoisonError::into_inner);
+        let old = self.backends.load_full();
+        let mut added = Vec::new();
+        let next: Vec<Arc<BackendState>> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match old.iter().find(|b| &b.addr == a) {
+                Some(b) => b.clone(),
+                None => {
+                    added.push(a.clone());
+                    let role = match (probed, i) {
+                        (true, _) => Role::Unknown,
+                        (false, 0) => Role::Writer,
+                        (false, _) => Role::Reader,
+                    };
+                    Arc::new(BackendState::new(a, role, !probed))
+                }
+            })
+            .collect();
+        let removed: Vec<String> = old
+            .iter()
+            .filter(|b| !addrs.contains(&b.addr))
+            .map(|b| b.addr.clone())
+            .collect();
+        if added.is_empty() && removed.is_empty() {
+            return (added, removed);
+        }
+        let writer_gone = self.writer.load().as_ref().is_some_and(|w| removed.contains(&w.addr));
+        let unprobed_writer = (!probed).then(|| next.first().cloned()).flatten();
+        self.backends.store(Arc::new(next));
+        if writer_gone || !probed {
+            self.writer.store(unprobed_writer);
+        }
+        drop(e);
+        self.changed();
+        (added, removed)
     }
 
     /// A receiver that sees every later change of this cluster's state.
@@ -249,9 +313,8 @@ impl ClusterState {
         self.version.send_modify(|v| *v += 1);
     }
 
-    /// Records one probe of backend `i`; returns whether it went up or down.
-    pub fn record(&self, i: usize, result: Result<Probe, String>) -> bool {
-        let Some(b) = self.backends.get(i) else { return false };
+    /// Records one probe of `b`; returns whether it went up or down.
+    pub fn record(&self, b: &BackendState, result: Result<Probe, String>) -> bool {
         let flipped = b.record(result, self.to_down, self.to_up);
         if flipped {
             self.changed();
@@ -263,47 +326,51 @@ impl ClusterState {
     /// comment); returns whether the writer changed.
     pub fn elect(&self) -> bool {
         let mut e = self.election.lock().unwrap_or_else(PoisonError::into_inner);
-        let health: Vec<Health> = self.backends.iter().map(|b| b.health()).collect();
+        let backends = self.backends.load_full();
         // A fenced backend that now says it is a replica is safe again.
-        for (b, h) in self.backends.iter().zip(&health) {
+        for b in backends.iter() {
+            let h = b.health();
             if h.fence != Fence::None && h.up && h.role == Role::Reader {
                 tracing::info!(cluster = %self.name, backend = %b.addr, "a former writer reports read-only: no longer fenced");
                 b.set_fence(Fence::None);
             }
         }
-        let health: Vec<Health> = self.backends.iter().map(|b| b.health()).collect();
+        let health: Vec<Health> = backends.iter().map(|b| b.health()).collect();
         let writable = |i: usize| health[i].up && health[i].role == Role::Writer;
-        let current = self.writer.load(Ordering::Acquire);
-        if current != NO_WRITER && writable(current) {
-            let others = (0..health.len()).filter(|&i| i != current && writable(i) && health[i].fence == Fence::None);
-            for i in others {
-                tracing::warn!(cluster = %self.name, writer = %self.backends[current].addr, other = %self.backends[i].addr, "two backends accept writes: the elected writer keeps them");
+        let current = self.writer.load_full();
+        let current_at = current
+            .as_ref()
+            .and_then(|w| backends.iter().position(|b| Arc::ptr_eq(b, w)));
+        if let Some(c) = current_at
+            && writable(c)
+        {
+            for i in (0..health.len()).filter(|&i| i != c && writable(i) && health[i].fence == Fence::None) {
+                tracing::warn!(cluster = %self.name, writer = %backends[c].addr, other = %backends[i].addr, "two backends accept writes: the elected writer keeps them");
             }
             return false;
         }
         let now = (Instant::now(), SystemTime::now());
-        if current != NO_WRITER {
-            let lost = &self.backends[current];
-            if !health[current].up {
+        if let Some(lost) = &current {
+            if current_at.is_some_and(|c| !health[c].up) {
                 lost.set_fence(Fence::Lost);
             }
-            tracing::warn!(cluster = %self.name, backend = %lost.addr, up = health[current].up, "writer lost");
+            tracing::warn!(cluster = %self.name, backend = %lost.addr, "writer lost");
             e.lost = Some((now.0, now.1, Some(lost.addr.clone())));
-            self.writer.store(NO_WRITER, Ordering::Release);
+            self.writer.store(None);
         }
         let pick = (0..health.len())
             .filter(|&i| writable(i) && health[i].fence != Fence::Superseded)
             .min_by_key(|&i| (health[i].fence != Fence::None, i));
-        let changed = current != NO_WRITER || pick.is_some();
+        let changed = current.is_some() || pick.is_some();
         if let Some(i) = pick {
-            let elected = &self.backends[i];
-            for (j, b) in self.backends.iter().enumerate() {
+            let elected = &backends[i];
+            for (j, b) in backends.iter().enumerate() {
                 if j != i && b.health().fence == Fence::Lost {
                     b.set_fence(Fence::Superseded);
                 }
             }
             elected.set_fence(Fence::None);
-            self.writer.store(i, Ordering::Release);
+            self.writer.store(Some(elected.clone()));
             if let Some((at, wall, lost)) = e.lost.take() {
                 let took = at.elapsed();
                 tracing::warn!(cluster = %self.name, writer = %elected.addr, seconds_without_writer = took.as_secs_f64(), "new writer elected");
@@ -350,10 +417,13 @@ impl ClusterState {
         // Only a backend up and writable is elected, and one that stops
         // being either is unelected in the same probe round: no look at
         // its health is needed here.
-        let writer = || self.writer();
+        if self.holds(&endpoint.name) {
+            return None;
+        }
+        let writer = || self.writer.load_full().filter(|w| !w.draining.load(Ordering::Relaxed));
         if endpoint.role == EndpointRole::ReadWrite {
             return writer().map(|w| Choice {
-                backend: w.clone(),
+                backend: w,
                 why: Why::Writer,
             });
         }
@@ -365,7 +435,7 @@ impl ClusterState {
         }
         match endpoint.reader_fallback {
             ReaderFallback::Writer => writer().map(|w| Choice {
-                backend: w.clone(),
+                backend: w,
                 why: Why::WriterFallback,
             }),
             ReaderFallback::Error => None,
@@ -375,16 +445,20 @@ impl ClusterState {
     /// The up replica, within `max_lag`, with the fewest leases out; ties
     /// go round so equal replicas share the load.
     fn least_busy_reader(&self, max_lag: Option<Duration>) -> Option<Arc<BackendState>> {
-        let n = self.backends.len();
+        let backends = self.backends.load();
+        let n = backends.len();
         if n == 0 {
             return None;
         }
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed) % n;
         let mut best: Option<(usize, &Arc<BackendState>)> = None;
         for k in 0..n {
-            let b = &self.backends[(start + k) % n];
+            let b = &backends[(start + k) % n];
             let h = b.health.lock().unwrap_or_else(PoisonError::into_inner);
-            let usable = h.up && h.role == Role::Reader && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max));
+            let usable = h.up
+                && h.role == Role::Reader
+                && !b.draining.load(Ordering::Relaxed)
+                && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max));
             drop(h);
             if !usable {
                 continue;
@@ -416,7 +490,7 @@ impl Topology {
     pub fn max_connections(&self, cluster: &str, backend: &str) -> Option<u32> {
         self.clusters
             .get(cluster)?
-            .backends
+            .backends()
             .iter()
             .find(|b| b.addr == backend)?
             .health()

@@ -25,7 +25,8 @@ pub async fn probe_once<E: Engine>(core: &Core<E>, cluster: &ClusterSettings) {
         return;
     };
     let timeout = cluster.health_check_timeout;
-    let probes = state.backends.iter().map(|b| {
+    let backends = state.backends();
+    let probes = backends.iter().map(|b| {
         let engine = core.engine.clone();
         let addr = b.addr.clone();
         let secret = secret.clone();
@@ -38,11 +39,13 @@ pub async fn probe_once<E: Engine>(core: &Core<E>, cluster: &ClusterSettings) {
         }
     });
     let results = futures_util::future::join_all(probes).await;
-    for (i, result) in results.into_iter().enumerate() {
-        let b = &state.backends[i];
+    for (b, result) in backends.iter().zip(results) {
+        if let Ok(p) = &result {
+            core.pools.learn_server_max(&cluster.name, &b.addr, p.max_connections);
+        }
         let before = b.health();
         let failed = result.as_ref().err().cloned();
-        if state.record(i, result) {
+        if state.record(b, result) {
             let after = b.health();
             match failed {
                 None => tracing::warn!(cluster = %cluster.name, backend = %b.addr, role = ?after.role, "backend up"),
@@ -61,10 +64,10 @@ pub async fn probe_once<E: Engine>(core: &Core<E>, cluster: &ClusterSettings) {
 
 /// Elects the writer; a writer that was replaced has its pools emptied.
 fn elect<E: Engine>(core: &Core<E>, state: &ClusterState) {
-    let before = state.writer().cloned();
+    let before = state.writer();
     if state.elect()
         && let Some(old) = before
-        && state.writer().is_none_or(|w| !Arc::ptr_eq(w, &old))
+        && state.writer().is_none_or(|w| !Arc::ptr_eq(&w, &old))
     {
         core.pools.retire_backend(&state.name, &old.addr);
     }

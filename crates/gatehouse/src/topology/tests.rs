@@ -57,8 +57,9 @@ fn ok(writable: bool) -> Result<Probe, String> {
 }
 
 fn down(c: &ClusterState, i: usize) {
-    c.record(i, Err("refused".into()));
-    c.record(i, Err("refused".into()));
+    let b = c.backends()[i].clone();
+    c.record(&b, Err("refused".into()));
+    c.record(&b, Err("refused".into()));
 }
 
 /// `b0:1` as `b0`.
@@ -66,33 +67,33 @@ fn short(addr: &str) -> &str {
     addr.trim_end_matches(":1")
 }
 
-fn writer(c: &ClusterState) -> Option<&str> {
-    c.writer().map(|w| short(&w.addr))
+fn writer(c: &ClusterState) -> Option<String> {
+    c.writer().map(|w| short(&w.addr).to_owned())
 }
 
 #[test]
 fn the_writer_is_discovered_not_configured() {
     let c = cluster(2);
-    c.record(0, ok(false));
-    c.record(1, ok(true));
+    c.record(&c.backends()[0], ok(false));
+    c.record(&c.backends()[1], ok(true));
     c.elect();
-    assert_eq!(writer(&c), Some("b1"));
+    assert_eq!(writer(&c).as_deref(), Some("b1"));
 }
 
 #[test]
 fn a_promoted_replica_becomes_the_writer() {
     let c = cluster(2);
-    c.record(0, ok(true));
-    c.record(1, ok(false));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
     c.elect();
-    assert_eq!(writer(&c), Some("b0"));
+    assert_eq!(writer(&c).as_deref(), Some("b0"));
     down(&c, 0);
     c.elect();
     assert_eq!(writer(&c), None);
     assert_eq!(c.events().last().and_then(|e| e.lost.clone()).as_deref(), Some("b0:1"));
-    c.record(1, ok(true));
+    c.record(&c.backends()[1], ok(true));
     c.elect();
-    assert_eq!(writer(&c), Some("b1"));
+    assert_eq!(writer(&c).as_deref(), Some("b1"));
     let e = c.events();
     assert_eq!(e.len(), 1);
     assert_eq!(e[0].elected.as_deref(), Some("b1:1"));
@@ -102,56 +103,56 @@ fn a_promoted_replica_becomes_the_writer() {
 #[test]
 fn a_returning_old_writer_is_fenced_until_read_only() {
     let c = cluster(2);
-    c.record(0, ok(true));
-    c.record(1, ok(false));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
     c.elect();
     down(&c, 0);
-    c.record(1, ok(true));
+    c.record(&c.backends()[1], ok(true));
     c.elect();
-    assert_eq!(writer(&c), Some("b1"));
+    assert_eq!(writer(&c).as_deref(), Some("b1"));
     // The old writer restarts, still writable: split brain, not used.
-    c.record(0, ok(true));
-    c.record(0, ok(true));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[0], ok(true));
     c.elect();
-    assert_eq!(writer(&c), Some("b1"));
-    assert_eq!(c.backends[0].health().fence, Fence::Superseded);
+    assert_eq!(writer(&c).as_deref(), Some("b1"));
+    assert_eq!(c.backends()[0].health().fence, Fence::Superseded);
     // Even when the new writer is lost, the superseded one is not elected.
     down(&c, 1);
     c.elect();
     assert_eq!(writer(&c), None);
     // Rebuilt as a replica, it is safe again.
-    c.record(0, ok(false));
+    c.record(&c.backends()[0], ok(false));
     c.elect();
-    assert_eq!(c.backends[0].health().fence, Fence::None);
+    assert_eq!(c.backends()[0].health().fence, Fence::None);
 }
 
 #[test]
 fn a_writer_restarted_in_place_is_used_again() {
     let c = cluster(2);
-    c.record(0, ok(true));
-    c.record(1, ok(false));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
     c.elect();
     down(&c, 0);
     c.elect();
     assert_eq!(writer(&c), None);
-    c.record(0, ok(true));
-    c.record(0, ok(true));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[0], ok(true));
     c.elect();
-    assert_eq!(writer(&c), Some("b0"));
+    assert_eq!(writer(&c).as_deref(), Some("b0"));
 }
 
 #[test]
 fn a_demoted_writer_is_replaced_without_a_fence() {
     let c = cluster(2);
-    c.record(0, ok(true));
-    c.record(1, ok(false));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
     c.elect();
     // Switchover: the old writer becomes a replica, the replica a writer.
-    c.record(0, ok(false));
-    c.record(1, ok(true));
+    c.record(&c.backends()[0], ok(false));
+    c.record(&c.backends()[1], ok(true));
     c.elect();
-    assert_eq!(writer(&c), Some("b1"));
-    assert_eq!(c.backends[0].health().fence, Fence::None);
+    assert_eq!(writer(&c).as_deref(), Some("b1"));
+    assert_eq!(c.backends()[0].health().fence, Fence::None);
 }
 
 /// The read/write endpoint, or the read-only one with `read_only`'s settings.
@@ -165,24 +166,24 @@ fn endpoint(role: EndpointRole, read_only: &str) -> Arc<EndpointSettings> {
 #[test]
 fn readers_are_chosen_by_fewest_leases_outstanding() {
     let c = cluster(3);
-    c.record(0, ok(true));
-    c.record(1, ok(false));
-    c.record(2, ok(false));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
+    c.record(&c.backends()[2], ok(false));
     c.elect();
     let ro = endpoint(EndpointRole::ReadOnly, "");
-    c.backends[1].leases.store(3, Ordering::Relaxed);
+    c.backends()[1].leases.store(3, Ordering::Relaxed);
     for _ in 0..4 {
         let choice = c.choose(&ro).map(|ch| (short(&ch.backend.addr).to_string(), ch.why));
         assert_eq!(choice, Some(("b2".to_string(), Why::LeastBusyReader)));
     }
-    c.backends[2].leases.store(5, Ordering::Relaxed);
+    c.backends()[2].leases.store(5, Ordering::Relaxed);
     assert_eq!(
         c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
         Some("b1")
     );
     // Equal load: both are used.
-    c.backends[1].leases.store(0, Ordering::Relaxed);
-    c.backends[2].leases.store(0, Ordering::Relaxed);
+    c.backends()[1].leases.store(0, Ordering::Relaxed);
+    c.backends()[2].leases.store(0, Ordering::Relaxed);
     let picked: std::collections::HashSet<String> = (0..4)
         .filter_map(|_| c.choose(&ro))
         .map(|ch| short(&ch.backend.addr).to_string())
@@ -193,10 +194,10 @@ fn readers_are_chosen_by_fewest_leases_outstanding() {
 #[test]
 fn lagging_or_down_replicas_are_skipped_then_the_writer_serves() {
     let c = cluster(3);
-    c.record(0, ok(true));
-    c.record(1, ok(false));
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
     c.record(
-        2,
+        &c.backends()[2],
         Ok(Probe {
             writable: false,
             max_connections: None,
@@ -222,4 +223,32 @@ fn lagging_or_down_replicas_are_skipped_then_the_writer_serves() {
     assert!(c.choose(&strict).is_none());
     let rw = endpoint(EndpointRole::ReadWrite, "");
     assert_eq!(c.choose(&rw).map(|ch| ch.why), Some(Why::Writer));
+}
+
+#[test]
+fn a_backend_added_by_reload_is_probed_then_used() {
+    let c = cluster(2);
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
+    c.elect();
+    let addrs: Vec<String> = ["b0:1", "b1:1", "b2:1"].iter().map(|s| s.to_string()).collect();
+    let (added, removed) = c.set_backends(&addrs, true);
+    assert_eq!((added, removed), (vec!["b2:1".to_string()], vec![]));
+    let ro = endpoint(EndpointRole::ReadOnly, "");
+    c.backends()[1].leases.store(2, Ordering::Relaxed);
+    // Not probed yet: not used.
+    assert_eq!(
+        c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+        Some("b1")
+    );
+    c.record(&c.backends()[2], ok(false));
+    assert_eq!(
+        c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+        Some("b2")
+    );
+    // The writer removed: unelected, and nothing else is writable.
+    let addrs: Vec<String> = ["b1:1", "b2:1"].iter().map(|s| s.to_string()).collect();
+    let (_, removed) = c.set_backends(&addrs, true);
+    assert_eq!(removed, vec!["b0:1".to_string()]);
+    assert_eq!(writer(&c), None);
 }

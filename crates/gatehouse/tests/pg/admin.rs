@@ -15,11 +15,71 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("admin::token_required", token_required),
         ("admin::metrics_follow_pins_errors_and_pools", metrics_follow),
         ("admin::reload_applies_and_refuses_broken_file", reload_over_http),
+        ("admin::paused_endpoint_holds_transactions_until_resumed", pause_resume),
+        ("admin::drained_replica_takes_no_reads", drain_replica),
     ]
 }
 
 fn get(ctx: &Ctx, path: &str) -> Result<Response> {
     request(ctx.admin, "GET", path, Some(&ctx.admin_token))
+}
+
+fn post(ctx: &Ctx, path: &str) -> Result<Response> {
+    let r = request(ctx.admin, "POST", path, Some(&ctx.admin_token))?;
+    ensure!(r.status == 200, "POST {path}: {} {}", r.status, r.body);
+    Ok(r)
+}
+
+/// The port of the server answering `c` now.
+async fn port(c: &tokio_postgres::Client) -> Result<i32> {
+    Ok(c.query_one("SELECT inet_server_port()", &[]).await?.get(0))
+}
+
+/// An endpoint paused by the operator: a transaction started on a
+/// connected client waits (the client is not refused, and nothing runs),
+/// and runs as soon as the endpoint is resumed; the other endpoint of the
+/// same cluster is not held.
+fn pause_resume(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let c = ctx.client("ops_rw", "alice", "alice-pw", "app1").await?;
+        let other = ctx.client("ops_ro", "alice", "alice-pw", "app1").await?;
+        post(ctx, "/api/endpoints/ops_rw/pause")?;
+        let held = tokio::spawn(async move { c.query_one("SELECT 7", &[]).await.map(|r| r.get::<_, i32>(0)) });
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        let waiting = !held.is_finished();
+        let read: i32 = other.query_one("SELECT 8", &[]).await?.get(0);
+        let clusters = get(ctx, "/api/clusters")?.body;
+        post(ctx, "/api/endpoints/ops_rw/resume")?;
+        ensure!(waiting, "a transaction ran on a paused endpoint");
+        ensure!(read == 8, "the other endpoint was held too");
+        ensure!(clusters.contains("\"waiting\":1"), "{clusters}");
+        let got = tokio::time::timeout(std::time::Duration::from_secs(2), held)
+            .await
+            .context("still held after resume")???;
+        ensure!(got == 7);
+        Ok(())
+    })
+}
+
+/// A replica drained by the operator takes no new reads (they go to the
+/// writer, the cluster's only other backend); undrained, it takes them again.
+fn drain_replica(ctx: &Ctx) -> Result<()> {
+    let primary = ctx.cluster.pg_primary().context("no primary")?.port;
+    let replica = ctx.cluster.pg_replicas().first().context("no replica")?.port;
+    let addr = format!("127.0.0.1:{replica}");
+    ctx.rt.block_on(async {
+        let c = ctx.client("ops_ro", "alice", "alice-pw", "app1").await?;
+        ensure!(port(&c).await? == i32::from(replica), "reads before: not the replica");
+        post(ctx, &format!("/api/clusters/ops/backends/{addr}/drain"))?;
+        let mut drained = Vec::new();
+        for _ in 0..5 {
+            drained.push(port(&c).await?);
+        }
+        post(ctx, &format!("/api/clusters/ops/backends/{addr}/undrain"))?;
+        ensure!(drained.iter().all(|p| *p == i32::from(primary)), "{drained:?}");
+        ensure!(port(&c).await? == i32::from(replica), "reads after: not the replica");
+        Ok(())
+    })
 }
 
 /// The value of the sample `name{labels…}` whose labels include every one of

@@ -127,6 +127,7 @@ fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
         .chain(cluster.pg_replicas())
         .map(|s| format!("\"{}:{}\"", s.host, s.port))
         .collect();
+    let first = backends[0].clone();
     let backends = backends.join(", ");
     let mut text = format!(
         r#"
@@ -256,6 +257,40 @@ name = "tx10"
 listen = "127.0.0.1:0"
 cluster = "txpool10"
 role = "read_write"
+
+# admin.rs pauses and drains these (operator commands).
+[[clusters]]
+name = "ops"
+engine = "postgres"
+backends = [{backends}]
+monitor_secret = "superuser"
+pool = {{ size = 4 }}
+
+[[endpoints]]
+name = "ops_rw"
+listen = "127.0.0.1:0"
+cluster = "ops"
+role = "read_write"
+
+[[endpoints]]
+name = "ops_ro"
+listen = "127.0.0.1:0"
+cluster = "ops"
+role = "read_only"
+
+# reload.rs adds the replica to this cluster while clients read.
+[[clusters]]
+name = "grow"
+engine = "postgres"
+backends = [{first}] # grow-backends
+monitor_secret = "superuser"
+pool = {{ size = 4 }}
+
+[[endpoints]]
+name = "grow_ro"
+listen = "127.0.0.1:0"
+cluster = "grow"
+role = "read_only"
 
 [[endpoints]]
 name = "tiny"
@@ -433,6 +468,9 @@ fn setup() -> Result<Arc<Ctx>> {
             "solo",
             "tx",
             "tx10",
+            "grow_ro",
+            "ops_rw",
+            "ops_ro",
             "pct",
             "life",
             "stmt",

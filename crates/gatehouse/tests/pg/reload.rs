@@ -23,6 +23,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
         ("reload::tenant_directory_of_10000_swaps_on_reload", directory),
         ("reload::password_rotation_under_load_no_errors", rotation),
+        ("reload::a_backend_added_takes_reads_at_once", backend_added),
     ]
 }
 
@@ -66,17 +67,84 @@ pub fn settings(ctx: &Ctx, edit: impl Fn(String) -> String) -> Result<gatehouse:
 /// Edits the test configuration file as an operator would, and reloads.
 fn reload(ctx: &Ctx, edit: impl Fn(String) -> String) -> Result<()> {
     let _file = lock_config();
-    reload_locked(ctx, edit)
+    reload_locked(ctx, edit).map(|_| ())
 }
 
-/// [`reload`] for a caller that holds [`lock_config`].
-fn reload_locked(ctx: &Ctx, edit: impl Fn(String) -> String) -> Result<()> {
+/// [`reload`] for a caller that holds [`lock_config`]; what the reload
+/// changed.
+fn reload_locked(ctx: &Ctx, edit: impl Fn(String) -> String) -> Result<gatehouse::core::ReloadReport> {
     let path = ctx.dir.join("gatehouse.toml");
     let text = edit(std::fs::read_to_string(&path)?);
     std::fs::write(&path, &text)?;
     let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
-    ctx.core.reload(&settings);
-    Ok(())
+    Ok(ctx.core.reload(&settings))
+}
+
+/// The port of the server answering `c` now.
+async fn server_port(c: &tokio_postgres::Client) -> Result<i32> {
+    Ok(c.query_one("SELECT inet_server_port()", &[]).await?.get(0))
+}
+
+/// A read-only endpoint over a cluster that lists only the primary: reads
+/// go to the writer (no replica). The replica is added to the cluster by a
+/// reload: the reload's answer says so, and the same client connection's
+/// reads reach the replica within a probe interval, with no reconnect.
+/// Removed again, it gets no more reads.
+fn backend_added(ctx: &Ctx) -> Result<()> {
+    let _file = lock_config();
+    let primary = ctx.cluster.pg_primary().context("no primary")?;
+    let replica = ctx.cluster.pg_replicas().first().cloned().context("no replica")?;
+    let replica_addr = format!("\"{}:{}\"", replica.host, replica.port);
+    ctx.rt.block_on(async {
+        let c = ctx.client("grow_ro", "alice", "alice-pw", "app1").await?;
+        ensure!(
+            server_port(&c).await? == i32::from(primary.port),
+            "reads before: not the writer"
+        );
+        let grow = |t: String| t.replace("] # grow-backends", &format!(", {replica_addr}] # grow-backends"));
+        let added = reload_locked(ctx, grow);
+        let result = async {
+            let report = added?;
+            ensure!(
+                report.applied.iter().any(|a| a.contains("grow") && a.contains("added")),
+                "{report:?}"
+            );
+            let started = Instant::now();
+            loop {
+                if server_port(&c).await? == i32::from(replica.port) {
+                    break;
+                }
+                ensure!(
+                    started.elapsed() < Duration::from_secs(5),
+                    "the added replica took no reads"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            eprintln!(
+                "    the added replica took its first read {} ms after the reload",
+                started.elapsed().as_millis()
+            );
+            Ok(())
+        }
+        .await;
+        let shrink = |t: String| t.replace(&format!(", {replica_addr}] # grow-backends"), "] # grow-backends");
+        let removed = reload_locked(ctx, shrink)?;
+        result?;
+        ensure!(
+            removed
+                .applied
+                .iter()
+                .any(|a| a.contains("grow") && a.contains("removed")),
+            "{removed:?}"
+        );
+        for _ in 0..5 {
+            ensure!(
+                server_port(&c).await? == i32::from(primary.port),
+                "a removed replica still took reads"
+            );
+        }
+        Ok(())
+    })
 }
 
 fn directory(ctx: &Ctx) -> Result<()> {

@@ -79,7 +79,11 @@ async fn start(
         _drain,
     } = session;
     let cancel = core.cancels.register();
-    let crate::router::Admitted { slot: _tenant_slot, cap, pool } = admitted;
+    let crate::router::Admitted {
+        slot: _tenant_slot,
+        cap,
+        pool,
+    } = admitted;
     match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel)).await {
         Ok(Some(tx)) => Some((
             Box::new(Live {
