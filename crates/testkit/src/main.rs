@@ -1,5 +1,5 @@
 //! `gatehouse-testkit` CLI: bring a cluster of real PostgreSQL / MariaDB
-//! servers up under a directory, inspect it, break it (kill/stop/promote),
+//! servers up under a directory, inspect it, break it (kill/pause/stop/promote),
 //! run SQL on it, and tear it down. State lives in `DIR/cluster.env`.
 
 #![forbid(unsafe_code)]
@@ -65,6 +65,10 @@ enum Cmd {
     Down(DirArg),
     /// SIGKILL one server.
     Kill(Target),
+    /// Hang one server (SIGSTOP; PostgreSQL: the postmaster and its children).
+    Pause(Target),
+    /// Continue a paused server (SIGCONT).
+    Resume(Target),
     /// Cleanly stop one server.
     Stop(Target),
     /// Start one server again (same port and directory).
@@ -128,6 +132,8 @@ fn main() -> Result<()> {
         Cmd::Status(d) => print_table(&Cluster::attach(&d.dir)?),
         Cmd::Down(d) => Cluster::attach(&d.dir)?.down()?,
         Cmd::Kill(t) => Cluster::attach(&t.dir.dir)?.kill(&t.name)?,
+        Cmd::Pause(t) => Cluster::attach(&t.dir.dir)?.pause(&t.name)?,
+        Cmd::Resume(t) => Cluster::attach(&t.dir.dir)?.resume(&t.name)?,
         Cmd::Stop(t) => Cluster::attach(&t.dir.dir)?.stop(&t.name)?,
         Cmd::Restart(t) => Cluster::attach(&t.dir.dir)?.restart(&t.name)?,
         Cmd::Promote(t) => Cluster::attach(&t.dir.dir)?.promote(&t.name)?,

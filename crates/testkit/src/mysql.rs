@@ -14,7 +14,9 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::ports::socket_dir;
-use crate::sys::{Check, Tools, find_bin, pid_alive, read_pid, run, signal, tail, wait_dead, wait_for};
+use crate::sys::{
+    Check, Tools, find_bin, pid_alive, pid_state, read_pid, run, signal, stop_or_continue, tail, wait_dead, wait_for,
+};
 use crate::{Role, Server};
 
 pub(crate) const USER: &str = "root";
@@ -232,11 +234,15 @@ pub(crate) fn wait_replicating(s: &Server, password: &str) -> Result<()> {
     })
 }
 
-/// Clean shutdown (SIGTERM, wait for exit); no-op if not running.
+/// Clean shutdown (SIGTERM, wait for exit); no-op if not running. A
+/// paused server is continued first (a stopped process would not see it).
 pub(crate) fn stop(s: &Server) -> Result<()> {
     let Some(pid) = running_pid(s) else {
         return Ok(());
     };
+    if pid_state(pid) == Some('T') {
+        resume(s)?;
+    }
     signal("TERM", &[pid])?;
     wait_dead(&[pid], &format!("{} to shut down", s.name), &log_file(s))
 }
@@ -248,6 +254,23 @@ pub(crate) fn kill(s: &Server) -> Result<()> {
     };
     signal("KILL", &[pid])?;
     wait_dead(&[pid], &format!("{} to die", s.name), &log_file(s))
+}
+
+/// SIGSTOP mariadbd (one process: every thread stops), like a machine
+/// that hangs: its sockets stay open, nothing answers. Waits until stopped.
+pub(crate) fn pause(s: &Server) -> Result<()> {
+    let Some(pid) = running_pid(s) else {
+        bail!("{} is not running", s.name);
+    };
+    stop_or_continue(&[pid], true, &format!("{} to stop", s.name), &log_file(s))
+}
+
+/// SIGCONT mariadbd: undoes [`pause`]. A no-op signal when not paused.
+pub(crate) fn resume(s: &Server) -> Result<()> {
+    let Some(pid) = running_pid(s) else {
+        bail!("{} is not running", s.name);
+    };
+    stop_or_continue(&[pid], false, &format!("{} to continue", s.name), &log_file(s))
 }
 
 /// Turn a replica into a writable primary.

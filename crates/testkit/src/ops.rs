@@ -1,5 +1,6 @@
-//! Per-server operations on a [`Cluster`]: SQL, pg_hba rules, kill, stop,
-//! restart, promote and liveness, dispatched to the `pg` / `mysql` modules.
+//! Per-server operations on a [`Cluster`]: SQL, pg_hba rules, kill,
+//! pause/resume, stop, restart, promote and liveness, dispatched to the
+//! `pg` / `mysql` modules.
 
 use anyhow::{Result, bail};
 
@@ -41,6 +42,32 @@ impl Cluster {
         match s.engine {
             Engine::Postgres => pg::kill(s),
             Engine::Mysql => mysql::kill(s),
+        }
+    }
+
+    /// Hang the server without killing it: SIGSTOP (PostgreSQL: the
+    /// postmaster and its children, as [`kill`](Cluster::kill) finds them;
+    /// MariaDB: mariadbd). Its sockets stay open and connections to it are
+    /// still accepted by the kernel, but nothing answers until
+    /// [`resume`](Cluster::resume). Returns once every process is stopped.
+    /// [`stop`](Cluster::stop) and [`down`](Cluster::down) resume a paused
+    /// server before shutting it down.
+    pub fn pause(&mut self, name: &str) -> Result<()> {
+        let s = self.server(name)?;
+        match s.engine {
+            Engine::Postgres => pg::pause(s),
+            Engine::Mysql => mysql::pause(s),
+        }
+    }
+
+    /// Undo [`pause`](Cluster::pause): SIGCONT the same processes (for
+    /// PostgreSQL the children first, then the postmaster), and return once
+    /// none of them is stopped. Harmless on a server that is not paused.
+    pub fn resume(&mut self, name: &str) -> Result<()> {
+        let s = self.server(name)?;
+        match s.engine {
+            Engine::Postgres => pg::resume(s),
+            Engine::Mysql => mysql::resume(s),
         }
     }
 

@@ -11,7 +11,9 @@ use anyhow::{Context, Result, bail};
 
 use crate::Server;
 use crate::ports::socket_dir;
-use crate::sys::{Check, Tools, children_of, pid_alive, read_pid, run, signal, tail, wait_dead, wait_for};
+use crate::sys::{
+    Check, Tools, children_of, pid_alive, pid_state, read_pid, run, signal, stop_or_continue, tail, wait_dead, wait_for,
+};
 
 pub(crate) const USER: &str = "postgres";
 
@@ -150,10 +152,14 @@ pub(crate) fn start(t: &Tools, s: &Server, password: &str) -> Result<()> {
     })
 }
 
-/// Fast shutdown; no-op if not running.
+/// Fast shutdown; no-op if not running. A paused server is continued
+/// first (a stopped postmaster would not see the shutdown request).
 pub(crate) fn stop(t: &Tools, s: &Server) -> Result<()> {
     if running_pid(s).is_none() {
         return Ok(());
+    }
+    if is_paused(s) {
+        resume(s)?;
     }
     run(t
         .pg_cmd("pg_ctl", &s.dir)
@@ -178,6 +184,43 @@ pub(crate) fn kill(s: &Server) -> Result<()> {
     let mut pids = vec![pid];
     pids.extend(children);
     wait_dead(&pids, &format!("{} to die", s.name), &log_file(s))
+}
+
+/// SIGSTOP the postmaster, then every child of it (backends, walsenders,
+/// background processes), like a machine that hangs: sockets stay open,
+/// nothing answers. The postmaster is stopped first so it forks no child
+/// that would be missed; children are listed again until none is new.
+/// Waits until each of them is stopped.
+pub(crate) fn pause(s: &Server) -> Result<()> {
+    let Some(pid) = running_pid(s) else {
+        bail!("{} is not running", s.name);
+    };
+    stop_or_continue(&[pid], true, &format!("{} postmaster to stop", s.name), &log_file(s))?;
+    let mut stopped = vec![pid];
+    loop {
+        let new: Vec<u32> = children_of(pid).into_iter().filter(|c| !stopped.contains(c)).collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        stop_or_continue(&new, true, &format!("{} children to stop", s.name), &log_file(s))?;
+        stopped.extend(new);
+    }
+}
+
+/// SIGCONT the children of the postmaster, then the postmaster: undoes
+/// [`pause`]. A no-op signal for a server that is not paused.
+pub(crate) fn resume(s: &Server) -> Result<()> {
+    let Some(pid) = running_pid(s) else {
+        bail!("{} is not running", s.name);
+    };
+    let mut pids = children_of(pid);
+    pids.push(pid);
+    stop_or_continue(&pids, false, &format!("{} to continue", s.name), &log_file(s))
+}
+
+/// Is the postmaster stopped by a signal ([`pause`])?
+pub(crate) fn is_paused(s: &Server) -> bool {
+    running_pid(s).is_some_and(|pid| pid_state(pid) == Some('T'))
 }
 
 /// pg_ctl promote, then wait until pg_is_in_recovery() is false.

@@ -157,6 +157,35 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     }
 }
 
+/// The state letter of a live process in `/proc/PID/stat` (`R`, `S`, `D`,
+/// `T` when stopped by a signal, ...), `None` if there is no such process.
+pub(crate) fn pid_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim().chars().next()
+}
+
+/// Send SIGSTOP (`stop`) or SIGCONT to each of `pids` and wait (bounded)
+/// until every one still alive is stopped, or none is. A pid that is gone
+/// meanwhile is skipped: a process may exit between listing and signal.
+pub(crate) fn stop_or_continue(pids: &[u32], stop: bool, what: &str, log: &Path) -> Result<()> {
+    let sig = if stop { "STOP" } else { "CONT" };
+    for pid in pids {
+        let sent = signal(sig, &[*pid]);
+        if sent.is_err() && pid_alive(*pid) {
+            return sent.with_context(|| format!("SIG{sig} to pid {pid}"));
+        }
+    }
+    wait_for(what, log, || {
+        let wrong = pids
+            .iter()
+            .find(|p| matches!(pid_state(**p), Some(state) if (state == 'T') != stop && pid_alive(**p)));
+        Ok(match wrong {
+            None => Check::Ready,
+            Some(p) => Check::NotYet(format!("pid {p} is in state {:?}", pid_state(*p))),
+        })
+    })
+}
+
 /// Direct children of `pid` (scanning /proc).
 pub(crate) fn children_of(pid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -80,12 +80,11 @@ pub trait CoreView: Send + Sync {
     fn operate(&self, op: &Operation) -> Option<Result<(), String>>;
     /// A switchover of `cluster` to `target`; `None` when the cluster is
     /// not this engine's. Resolves to the new writer.
-    fn switchover<'a>(
-        &'a self,
-        cluster: &'a str,
-        target: &'a str,
-    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>>;
+    fn switchover<'a>(&'a self, cluster: &'a str, target: &'a str) -> Option<Switching<'a>>;
 }
+
+/// A switchover under way: resolves to the new writer, or why it failed.
+pub type Switching<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>;
 
 /// Operator commands that take effect at once.
 #[derive(Debug, Clone)]
@@ -220,11 +219,7 @@ impl<E: Engine> CoreView for Core<E> {
         }
     }
 
-    fn switchover<'a>(
-        &'a self,
-        cluster: &'a str,
-        target: &'a str,
-    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>> {
+    fn switchover<'a>(&'a self, cluster: &'a str, target: &'a str) -> Option<Switching<'a>> {
         let settings = self
             .settings
             .clusters
