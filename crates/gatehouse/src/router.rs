@@ -183,7 +183,7 @@ impl<E: Engine> Core<E> {
             }
             match pool.lease_for(cap).await {
                 Ok(lease) => {
-                    choice.backend.routed.fetch_add(1, Ordering::Relaxed);
+                    state.routed(&choice);
                     return Ok(lease);
                 }
                 Err(e) if e.condition == Condition::BackendUnavailable => {

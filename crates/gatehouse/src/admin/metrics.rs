@@ -46,6 +46,13 @@ struct ClusterLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RoutedLabels {
+    engine: String,
+    cluster: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PinLabels {
     engine: String,
     reason: String,
@@ -89,6 +96,7 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
     let backend_elected = Family::<BackendLabels, Gauge>::default();
     let waiting = Family::<ClusterLabels, Gauge>::default();
     let failovers = Family::<ClusterLabels, Counter>::default();
+    let routed_why = Family::<RoutedLabels, Counter>::default();
     let without_writer = Family::<ClusterLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     let pins = Family::<PinLabels, Counter>::default();
     let errors = Family::<ErrorLabels, Counter>::default();
@@ -135,6 +143,15 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
                 cluster: c.cluster.clone(),
             };
             waiting.get_or_create(&labels).set(gauge(c.waiting));
+            for (reason, n) in &c.routed {
+                routed_why
+                    .get_or_create(&RoutedLabels {
+                        engine: s.engine.to_owned(),
+                        cluster: c.cluster.clone(),
+                        reason: (*reason).to_owned(),
+                    })
+                    .inc_by(*n);
+            }
             let done: Vec<_> = c.failovers.iter().filter(|f| f.elected.is_some()).collect();
             failovers.get_or_create(&labels).inc_by(done.len() as u64);
             if let Some(last) = done.last().and_then(|f| f.seconds_without_writer) {
@@ -203,6 +220,11 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
         waiting,
     );
     registry.register("cluster_failovers", "Writer changes after a writer was lost", failovers);
+    registry.register(
+        "routed",
+        "Leases routed, by why the router chose their backend (writer, least_busy_reader, writer_fallback)",
+        routed_why,
+    );
     registry.register(
         "cluster_last_failover_seconds",
         "How long the cluster's last failover went without a writer",

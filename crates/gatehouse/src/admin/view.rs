@@ -48,6 +48,8 @@ pub struct ClusterView {
     pub writer: Option<String>,
     /// Sessions waiting for a backend to route to (no writer, no replica).
     pub waiting: usize,
+    /// Leases routed since start, by why the router chose their backend.
+    pub routed: BTreeMap<&'static str, u64>,
     pub failovers: Vec<crate::topology::FailoverEvent>,
 }
 
@@ -159,6 +161,7 @@ impl<E: Engine> CoreView for Core<E> {
                     cluster: cluster.name.clone(),
                     writer: writer.as_ref().map(|w| w.addr.clone()),
                     waiting: state.waiting.load(std::sync::atomic::Ordering::Relaxed),
+                    routed: state.routed_by_reason().into_iter().collect(),
                     failovers: state.events(),
                 });
             }

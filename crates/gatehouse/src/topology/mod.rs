@@ -170,6 +170,8 @@ pub struct ClusterState {
     pub probe_now: Notify,
     /// Sessions waiting for a backend to route to.
     pub waiting: AtomicUsize,
+    /// Leases routed, by [`Why`] (in the order of [`Why::ALL`]).
+    routed_why: [AtomicU64; 3],
     /// Ties between equally loaded readers go round.
     next_reader: AtomicUsize,
     /// Paused by an operator (the cluster, or some of its endpoints).
@@ -202,6 +204,8 @@ pub enum Why {
 }
 
 impl Why {
+    pub const ALL: [Why; 3] = [Why::Writer, Why::LeastBusyReader, Why::WriterFallback];
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Writer => "writer",
@@ -243,6 +247,7 @@ impl ClusterState {
             version: watch::channel(0).0,
             probe_now: Notify::new(),
             waiting: AtomicUsize::new(0),
+            routed_why: Default::default(),
             next_reader: AtomicUsize::new(0),
             paused: AtomicBool::new(false),
             any_endpoint_paused: AtomicBool::new(false),
@@ -302,6 +307,22 @@ impl ClusterState {
         drop(e);
         self.changed();
         (added, removed)
+    }
+
+    /// Counts one lease routed to `choice`.
+    pub fn routed(&self, choice: &Choice) {
+        choice.backend.routed.fetch_add(1, Ordering::Relaxed);
+        let i = Why::ALL.iter().position(|w| *w == choice.why).unwrap_or(0);
+        self.routed_why[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Leases routed so far, by reason.
+    pub fn routed_by_reason(&self) -> Vec<(&'static str, u64)> {
+        Why::ALL
+            .iter()
+            .zip(&self.routed_why)
+            .map(|(w, n)| (w.name(), n.load(Ordering::Relaxed)))
+            .collect()
     }
 
     /// A receiver that sees every later change of this cluster's state.
