@@ -27,3 +27,5 @@ pub const IDLE_SESSION_TIMEOUT: &str = "57P05";
 pub const INTERNAL_ERROR: &str = "XX000";
 /// `query_canceled`: a cancel request reached the statement.
 pub const QUERY_CANCELED: &str = "57014";
+/// `in_failed_sql_transaction`: statements in an aborted transaction block.
+pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";

@@ -189,6 +189,9 @@ impl Session {
         cmd: u8,
         payload: &[u8],
     ) -> Result<(), Fatal> {
+        if self.lost_block && self.in_lost_transaction(stream, cmd, payload).await? {
+            return Ok(());
+        }
         match cmd {
             COM_PING => self.local_ok(stream).await,
             COM_SET_OPTION => self.set_option(stream, payload).await,

@@ -31,6 +31,7 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
 
 pub mod kill;
 pub mod login;
+mod lost;
 mod parked;
 mod relay;
 pub mod session;

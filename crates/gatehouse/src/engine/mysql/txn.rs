@@ -25,6 +25,7 @@ use super::MyEngine;
 use super::backend::{MyCancelTarget, MyConn};
 use super::carry::{Carry, LidNeed, Plan};
 use super::io::write_packet;
+use super::lost::{LOST_MESSAGE, LOST_TRANSACTION_MESSAGE};
 use super::relay::{Relay, relay};
 use super::session::err_payload;
 use super::stmts::Statements;
@@ -90,16 +91,13 @@ pub struct Session {
     /// The running command's plan, applied to its reply.
     pub(super) plan: Plan,
     pub(super) in_transaction: bool,
+    /// The transaction the client is in died with its server (`lost.rs`).
+    pub(super) lost_block: bool,
     pub(super) status: u16,
     pub(super) vars: Vars,
     pub(super) default_vars: Vars,
     pub stmts: Statements,
 }
-
-/// What the client is told of a statement lost with its server (as
-/// ER_SERVER_SHUTDOWN, 1053 / 08S01: drivers take it for a lost server).
-pub const LOST_MESSAGE: &str = "Lost connection to the database server during the statement (server failure or \
-     failover); it may or may not have been applied, and the session goes on";
 
 /// Ends the session: (sequence id for the ERR packet, the error).
 pub type Fatal = (u8, ProxyError);
@@ -138,6 +136,7 @@ pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
         carry: Carry::default(),
         plan: Plan::default(),
         in_transaction: false,
+        lost_block: false,
         status: SERVER_STATUS_AUTOCOMMIT,
         default_vars: vars.clone(),
         vars,
@@ -359,25 +358,30 @@ impl Session {
                     cause = %detail,
                     "backend connection lost under a lease"
                 );
-                let alone = self.pinned.is_none()
-                    && !self.in_transaction
-                    && !self.locked
-                    && !self.cursor_open
-                    && !self.long_data;
+                let alone = self.pinned.is_none() && !self.locked && !self.cursor_open && !self.long_data;
+                let in_transaction = std::mem::take(&mut self.in_transaction);
                 self.drop_lease();
-                let e = ProxyError::new(Condition::BackendUnavailable, LOST_MESSAGE).with_detail(detail);
+                let e = ProxyError::new(Condition::BackendUnavailable, super::lost::LOST_MESSAGE).with_detail(detail);
                 if replied {
                     return Err((0, e));
                 }
                 if !alone {
-                    // The client's transaction or session state died with
-                    // the server: the session ends, as on a direct connection.
+                    // The client's session state died with the server: the
+                    // session ends, as on a direct connection.
                     return Err((1, e));
                 }
                 // Only the statement in flight fails; the next one is
-                // routed afresh (to the new writer after a failover).
+                // routed afresh (to the new writer after a failover). A
+                // transaction it was in is lost (see `lost.rs`).
                 self.core.stats.record_error(&e);
-                self.error(stream, 1, errors::ER_SERVER_SHUTDOWN, LOST_MESSAGE).await?;
+                self.lost_block = in_transaction;
+                self.status &= !SERVER_STATUS_IN_TRANS;
+                let message = if in_transaction {
+                    LOST_TRANSACTION_MESSAGE
+                } else {
+                    LOST_MESSAGE
+                };
+                self.error(stream, 1, errors::ER_SERVER_SHUTDOWN, message).await?;
                 Ok(None)
             }
         }

@@ -127,6 +127,10 @@ impl TxSession {
                 self.queue.push(Pending::Synthetic(ready.freeze()), &mut self.to_client);
                 continue;
             }
+            if self.lost_block && self.lease.is_none() {
+                self.answer_lost_block(tag, &msg)?;
+                continue;
+            }
             if let Some(e) = self.ensure_lease().await? {
                 self.answer_refused(tag, &e);
                 continue;

@@ -1,19 +1,27 @@
 //! A backend lost under a transaction-pooled session (its server was
-//! killed, failed over, restarted): when the client was not inside an
-//! explicit transaction and is not pinned, only what was in flight fails.
+//! killed, failed over, restarted): unless the session is pinned (its
+//! state died with the server: it ends), only what was in flight fails.
 //! Each request still owed an answer gets the error a server gives a failed
 //! request (SQLSTATE 08006, severity ERROR, so the client connection stays
 //! open), the rest of an open extended-query exchange is skipped to its
 //! Sync, and the session's next transaction is routed afresh, to whatever
-//! backend is the writer by then. Inside an explicit transaction (or
-//! pinned) the client's state died with the server: the session ends, as
-//! it would on a direct connection.
+//! backend is the writer by then.
+//!
+//! Inside an explicit transaction block the client still believes in its
+//! transaction, which died with the server: the session answers as a
+//! server answers an aborted block (ReadyForQuery 'E'; every statement
+//! 25P02) until the client ends the block (ROLLBACK, ABORT, COMMIT or END,
+//! answered "ROLLBACK", as PostgreSQL answers a COMMIT of an aborted
+//! block), so nothing it sends next runs outside the transaction it meant.
 
-use bytes::BytesMut;
-use gatehouse_proto_pg::{messages, sqlstate};
+use std::sync::Arc;
 
-use super::super::pending::Event;
+use bytes::{Bytes, BytesMut};
+use gatehouse_proto_pg::{extended, messages, sqlstate};
+
+use super::super::pending::{Event, Pending};
 use super::super::relay::End;
+use super::super::statements::{Statement, proxy_name};
 use super::TxSession;
 use crate::error::{Condition, ProxyError};
 
@@ -30,9 +38,10 @@ impl TxSession {
         let End::BackendGone(cause) = &end else {
             return Some(end);
         };
-        if self.pinned.is_some() || self.b_remaining > 0 || self.status != b'I' || self.lease.is_none() {
+        if self.pinned.is_some() || self.b_remaining > 0 || self.lease.is_none() {
             return Some(end);
         }
+        let in_block = self.status != b'I';
         let backend = self.pool.key().backend.clone();
         tracing::warn!(
             session = self.session_id,
@@ -51,8 +60,9 @@ impl TxSession {
         self.readback = false;
         let mut error = BytesMut::new();
         messages::put_error(&mut error, "ERROR", sqlstate::CONNECTION_FAILURE, LOST_MESSAGE);
+        let status = if in_block { b'E' } else { b'I' };
         let mut ready = BytesMut::new();
-        messages::put_ready(&mut ready, b'I');
+        messages::put_ready(&mut ready, status);
         let open = self.queue.backend_lost(&error, &ready, &mut self.to_client);
         for event in self.queue.take_events() {
             if let Event::ParseFailed {
@@ -70,7 +80,149 @@ impl TxSession {
             self.client_skip = true;
             self.unsynced = false;
         }
-        self.status = b'I';
+        self.status = status;
+        self.lost_block = in_block;
         None
+    }
+
+    /// Answers one client message of a transaction block lost with its
+    /// server (see the module comment); nothing reaches a backend.
+    pub(super) fn answer_lost_block(&mut self, tag: u8, msg: &Bytes) -> Result<(), End> {
+        let malformed =
+            |e: messages::DecodeError| End::ClientError(ProxyError::new(Condition::ProtocolViolation, e.to_string()));
+        let mut out = BytesMut::new();
+        let aborted = |out: &mut BytesMut| {
+            messages::put_error(out, "ERROR", sqlstate::IN_FAILED_SQL_TRANSACTION, ABORTED_MESSAGE);
+        };
+        match tag {
+            b'Q' => {
+                let sql = messages::body(msg).split_last().map(|(_, s)| s).unwrap_or_default();
+                if ends_block(&String::from_utf8_lossy(sql)) {
+                    put_rolled_back(&mut out);
+                    self.block_ended();
+                    messages::put_ready(&mut out, b'I');
+                } else {
+                    aborted(&mut out);
+                    messages::put_ready(&mut out, b'E');
+                }
+            }
+            b'F' => {
+                aborted(&mut out);
+                messages::put_ready(&mut out, b'E');
+            }
+            b'P' => {
+                let p = extended::parse_parse(msg).map_err(malformed)?;
+                if ends_block(p.query) {
+                    if !p.name.is_empty() {
+                        let stmt = Statement {
+                            proxy: proxy_name(p.query, p.param_types),
+                            query: Arc::from(p.query),
+                            param_types: Bytes::copy_from_slice(p.param_types),
+                            touches_tracked: false,
+                        };
+                        self.registry.insert(p.name, Arc::new(stmt));
+                    }
+                    self.lost_ending = true;
+                    messages::put_message(&mut out, b'1', |_| {});
+                } else {
+                    aborted(&mut out);
+                    self.client_skip = true;
+                    self.lost_ending = false;
+                }
+            }
+            b'B' => {
+                let b = extended::parse_bind(msg).map_err(malformed)?;
+                let ending = if b.statement.is_empty() {
+                    self.lost_ending
+                } else {
+                    self.registry.get(b.statement).is_some_and(|s| ends_block(&s.query))
+                };
+                if ending {
+                    self.lost_ending = true;
+                    messages::put_message(&mut out, b'2', |_| {});
+                } else {
+                    aborted(&mut out);
+                    self.client_skip = true;
+                    self.lost_ending = false;
+                }
+            }
+            // Describe of the ending statement or portal: no parameters, no rows.
+            b'D' => {
+                if msg.get(5) == Some(&b'S') {
+                    messages::put_message(&mut out, b't', |o| o.extend_from_slice(&0u16.to_be_bytes()));
+                }
+                messages::put_message(&mut out, b'n', |_| {});
+            }
+            b'E' => put_rolled_back(&mut out),
+            b'C' => messages::put_message(&mut out, b'3', |_| {}),
+            b'S' => {
+                if std::mem::take(&mut self.lost_ending) {
+                    self.block_ended();
+                }
+                messages::put_ready(&mut out, self.status);
+            }
+            _ => {}
+        }
+        if !out.is_empty() {
+            self.queue.push(Pending::Synthetic(out.freeze()), &mut self.to_client);
+        }
+        Ok(())
+    }
+
+    fn block_ended(&mut self) {
+        self.lost_block = false;
+        self.status = b'I';
+        tracing::info!(session = self.session_id, "the client ended its lost transaction block");
+    }
+}
+
+/// What the client is told of a statement in a block lost with its server.
+pub const ABORTED_MESSAGE: &str = "current transaction is aborted, commands ignored until end of transaction block \
+     (its database server was lost; the transaction was rolled back)";
+
+/// CommandComplete "ROLLBACK".
+fn put_rolled_back(out: &mut BytesMut) {
+    messages::put_message(out, b'C', |o| o.extend_from_slice(b"ROLLBACK\0"));
+}
+
+/// Whether `sql` ends a transaction block (ROLLBACK, ABORT, COMMIT, END,
+/// with WORK / TRANSACTION / AND NO CHAIN), not ROLLBACK TO SAVEPOINT.
+pub fn ends_block(sql: &str) -> bool {
+    let lower = sql.trim().trim_end_matches(';').trim().to_ascii_lowercase();
+    let mut words = lower.split_whitespace();
+    let first = words.next().unwrap_or_default();
+    if !matches!(first, "rollback" | "abort" | "commit" | "end") {
+        return false;
+    }
+    words.all(|w| matches!(w, "work" | "transaction" | "and" | "no" | "chain"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ends_block;
+
+    #[test]
+    fn block_ending_statements_are_recognised() {
+        for sql in [
+            "ROLLBACK",
+            "rollback;",
+            " COMMIT ",
+            "END",
+            "abort work",
+            "commit and no chain",
+            "ROLLBACK TRANSACTION",
+        ] {
+            assert!(ends_block(sql), "{sql}");
+        }
+        for sql in [
+            "ROLLBACK TO SAVEPOINT a",
+            "rollback to a",
+            "SELECT 1",
+            "COMMIT PREPARED 'x'",
+            "commit and chain x",
+            "",
+        ] {
+            assert!(!ends_block(sql), "{sql}");
+        }
     }
 }

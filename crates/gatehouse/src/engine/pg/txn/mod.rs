@@ -88,6 +88,12 @@ pub struct TxSession {
     /// to that Sync) belongs to this client until the Sync.
     unsynced: bool,
     status: u8,
+    /// The transaction block the client is in died with its server: its
+    /// messages are answered as an aborted block's until it ends it
+    /// (`lost.rs`).
+    lost_block: bool,
+    /// In a lost block, the extended-query exchange under way ends it.
+    lost_ending: bool,
 }
 
 enum Event2 {
@@ -191,6 +197,8 @@ impl TxSession {
             client_skip: false,
             unsynced: false,
             status: b'I',
+            lost_block: false,
+            lost_ending: false,
         }
     }
 
@@ -272,7 +280,9 @@ impl TxSession {
         let woke = idle::next_message(client, &self.cancel.slot, &self.core.shutdown, true, timeout, parkable).await;
         match woke {
             Woke::Readable => Ok(Waited::Message),
-            Woke::Park(idle_left) if self.queue.is_empty() && self.b_remaining == 0 && self.pinned.is_none() => {
+            Woke::Park(idle_left)
+                if self.queue.is_empty() && self.b_remaining == 0 && self.pinned.is_none() && !self.lost_block =>
+            {
                 Ok(Waited::Park(idle_left))
             }
             // Something still expected from a server, or pinned: stay
