@@ -56,10 +56,16 @@ fn client_bin() -> PathBuf {
     find_bin("mariadb", &["/usr/bin/mariadb", "/usr/bin/mysql"])
 }
 
-/// Create the data directory with mariadb-install-db.
+/// Create the data directory with mariadb-install-db. Its bootstrap server
+/// gets a temporary directory of its own (`DIR/myN/tmp`): two installs
+/// running at once with the shared /tmp failed now and then ("Could not
+/// remove temporary table '/tmp/#sql-temptable-…'", then "Unknown table
+/// 'mysql.tmp_user_…'"), as when test cases bring up clusters in parallel.
 pub(crate) fn init(t: &Tools, s: &Server) -> Result<()> {
     std::fs::create_dir_all(&s.dir).with_context(|| format!("mkdir {}", s.dir.display()))?;
     std::fs::create_dir_all(socket_dir(&s.dir))?;
+    let tmp = s.dir.join("tmp");
+    std::fs::create_dir_all(&tmp)?;
     let bin = find_bin(
         "mariadb-install-db",
         &["/usr/bin/mariadb-install-db", "/usr/bin/mysql_install_db"],
@@ -68,6 +74,7 @@ pub(crate) fn init(t: &Tools, s: &Server) -> Result<()> {
     cmd.current_dir(&s.dir)
         .arg("--no-defaults")
         .arg(format!("--datadir={}", data_dir(s).display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
         .args([
             "--auth-root-authentication-method=normal",
             "--skip-test-db",

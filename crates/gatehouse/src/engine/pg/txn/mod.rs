@@ -561,6 +561,21 @@ impl TxSession {
             };
             let msg = conn.buf.split_to(len);
             tracing::trace!(tag = %char::from(tag), len, "backend message");
+            // A server that ends its connection (its postmaster died, an
+            // administrator terminated it, a timeout) says so with a FATAL
+            // first: for a session that does not own the connection that is
+            // the loss of a pooled connection, not the client's end (see
+            // `lost.rs`), and is not relayed.
+            if tag == b'E'
+                && self.pinned.is_none()
+                && let Ok(f) = messages::parse_error(&msg)
+                && matches!(f.severity.as_str(), "FATAL" | "PANIC")
+            {
+                return Err(End::BackendGone(format!(
+                    "server ended the connection: {} {}",
+                    f.code, f.message
+                )));
+            }
             match tag {
                 b'Z' => {
                     self.status = messages::parse_ready(&msg).map_err(|e| End::BackendGone(e.to_string()))?;
