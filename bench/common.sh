@@ -19,10 +19,11 @@ build_release() {
   LOADGEN="$CARGO_TARGET_DIR/release/gatehouse-loadgen"
 }
 
-# cluster_up DIR [PG_REPLICAS] [MAX_CONNECTIONS]: starts PostgreSQL, creates
-# the benchmark owner and database, and loads pgbench's tables (scale 10).
+# cluster_up DIR [PG_REPLICAS] [MAX_CONNECTIONS] [SCALE]: starts PostgreSQL,
+# creates the benchmark owner and database, and loads pgbench's tables
+# (scale 10 unless SCALE is given).
 cluster_up() {
-  local dir=$1 replicas=${2:-0} maxconn=${3:-300}
+  local dir=$1 replicas=${2:-0} maxconn=${3:-300} scale=${4:-10}
   "$TESTKIT" down --dir "$dir" >/dev/null 2>&1 || true
   "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" >/dev/null
   # shellcheck disable=SC1091
@@ -31,7 +32,7 @@ cluster_up() {
   local su=(psql -X -q -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$GH_PG_USER" -d postgres -v ON_ERROR_STOP=1)
   "${su[@]}" -c "CREATE ROLE $BENCH_OWNER LOGIN PASSWORD '$BENCH_OWNER_PW'"
   "${su[@]}" -c "CREATE DATABASE $BENCH_DB OWNER $BENCH_OWNER"
-  PGPASSWORD=$BENCH_OWNER_PW pgbench -i -q -s 10 -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$BENCH_OWNER" "$BENCH_DB" >/dev/null 2>&1
+  PGPASSWORD=$BENCH_OWNER_PW pgbench -i -q -s "$scale" -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$BENCH_OWNER" "$BENCH_DB" >/dev/null 2>&1
   unset PGPASSWORD
 }
 
