@@ -4,28 +4,29 @@
 //! differ; prepared statements are renamed to proxy-owned names and
 //! prepared on demand; statements that create state which cannot move pin
 //! the session (reason logged once and counted). This file holds the
-//! session, its relay loop and the backend side; `client.rs` the frontend
-//! messages, `prepare.rs` the prepared statements.
+//! session and its relay loop; `server.rs` the backend side (borrowing,
+//! the server's messages, giving back), `client.rs` the frontend messages,
+//! `prepare.rs` the prepared statements, `lost.rs` a backend lost under a
+//! lease.
 
 mod client;
 mod lost;
 mod prepare;
+mod server;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
-use gatehouse_proto_pg::frame::{HOLD_WHOLE_LIMIT, Step, next_frame};
-use gatehouse_proto_pg::messages;
+use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::PgEngine;
-use super::pending::{Disposition, Event, ResponseQueue};
+use super::pending::ResponseQueue;
 use super::relay::End;
 use super::statements::Registry;
 use super::tracked;
-use crate::cancel::{CancelKey, LeaseWait};
-use crate::config::{EndpointSettings, PoolMode};
+use crate::cancel::CancelKey;
+use crate::config::EndpointSettings;
 use crate::core::Core;
 use crate::engine::idle::{self, Woke};
 use crate::engine::stream::ClientStream;
@@ -426,85 +427,6 @@ impl TxSession {
         Ok(())
     }
 
-    /// At a transaction boundary, reads back changed parameters and returns
-    /// the connection to the pool, unless the session is pinned.
-    async fn maybe_release(&mut self) -> Result<(), End> {
-        if self.endpoint.pool_mode == PoolMode::Statement && self.queue.is_empty() && self.status != b'I' {
-            return Err(End::ClientError(ProxyError::new(
-                Condition::FeatureNotSupported,
-                "transaction blocks not allowed in statement pooling mode",
-            )));
-        }
-        if self.pinned.is_some()
-            || !self.queue.is_empty()
-            || self.unsynced
-            || self.status != b'I'
-            || self.b_remaining > 0
-        {
-            return Ok(());
-        }
-        let Some(mut lease) = self.lease.take() else {
-            return Ok(());
-        };
-        if !lease.conn().buf.is_empty() {
-            self.lease = Some(lease);
-            return Ok(());
-        }
-        if self.readback {
-            self.readback = false;
-            match Box::pin(tracked::read(lease.conn())).await {
-                Ok(values) => {
-                    lease.conn().tracked = Some(values.clone());
-                    self.desired = values;
-                }
-                Err(e) => return Err(End::BackendGone(e.to_string())),
-            }
-        }
-        self.cancel.slot.set(None);
-        lease.recycle();
-        Ok(())
-    }
-
-    /// Borrows a connection if the session has none, routed afresh
-    /// (crate::router). `Ok(Some(error))` when there is none to be had
-    /// (no backend within the failover hold, the pool's borrow timeout) or
-    /// a cancel request came while it waited: the message is answered with
-    /// the error and the session goes on (see `answer_refused`).
-    async fn ensure_lease(&mut self) -> Result<Option<ProxyError>, End> {
-        if self.lease.is_some() {
-            return Ok(None);
-        }
-        let routed = self
-            .core
-            .lease(&self.endpoint, &mut self.pool, self.backend_cap.as_ref());
-        let waited = Box::pin(self.cancel.slot.unless_cancelled(routed)).await;
-        let cancelled = || ProxyError::new(Condition::Canceled, "canceling statement due to user request");
-        let mut lease = match waited {
-            LeaseWait::Done(Ok(lease)) => lease,
-            LeaseWait::Done(Err(e)) => {
-                self.cancel.slot.set(None);
-                self.core.stats.record_error(&e);
-                tracing::info!(session = self.session_id, error = %e, "no backend connection for the statement");
-                return Ok(Some(e));
-            }
-            LeaseWait::Cancelled => return Ok(Some(cancelled())),
-        };
-        // Usually the connection has the client's values already: the
-        // (boxed) apply is skipped.
-        if !tracked::in_step(lease.conn(), &self.desired)
-            && let Err(e) = Box::pin(tracked::apply(lease.conn(), &self.desired)).await
-        {
-            return Err(End::BackendGone(e.to_string()));
-        }
-        if !self.cancel.slot.publish(lease.conn().cancel_target()) {
-            // Cancelled while it was made ready: nothing of the client's ran.
-            lease.recycle();
-            return Ok(Some(cancelled()));
-        }
-        self.lease = Some(lease);
-        Ok(None)
-    }
-
     /// Starts the session on `lease`, pinned for `code` (state set up at
     /// login that cannot move).
     pub fn start_pinned(&mut self, lease: Lease<PgEngine>, code: &'static str, detail: String) {
@@ -526,92 +448,6 @@ impl TxSession {
             self.core.stats.record_pin(code);
             self.pinned = Some(detail);
         }
-    }
-
-    fn backend_messages(&mut self) -> Result<(), End> {
-        let Some(lease) = self.lease.as_mut() else {
-            return Ok(());
-        };
-        let conn = lease.conn();
-        // One allocation for what this read forwards, not a doubling per message.
-        self.to_client.reserve(conn.buf.len());
-        while !conn.buf.is_empty() {
-            if self.b_remaining > 0 {
-                let n = self.b_remaining.min(conn.buf.len());
-                self.to_client.extend_from_slice(&conn.buf[..n]);
-                conn.buf.advance(n);
-                self.b_remaining -= n;
-                continue;
-            }
-            let hold = match conn.buf[0] {
-                b'D' | b'd' => HOLD_WHOLE_LIMIT,
-                _ => CONTROL_HOLD_LIMIT,
-            };
-            let (tag, len) = match next_frame(&conn.buf, hold, usize::MAX) {
-                Ok(Step::NeedMore) => break,
-                Ok(Step::Stream { len, .. }) => {
-                    let n = len.min(conn.buf.len());
-                    self.to_client.extend_from_slice(&conn.buf[..n]);
-                    conn.buf.advance(n);
-                    self.b_remaining = len - n;
-                    continue;
-                }
-                Ok(Step::Whole { tag, len }) => (tag, len),
-                Err(e) => return Err(End::BackendGone(format!("malformed message from server: {e}"))),
-            };
-            let msg = conn.buf.split_to(len);
-            tracing::trace!(tag = %char::from(tag), len, "backend message");
-            // A server that ends its connection (its postmaster died, an
-            // administrator terminated it, a timeout) says so with a FATAL
-            // first: for a session that does not own the connection that is
-            // the loss of a pooled connection, not the client's end (see
-            // `lost.rs`), and is not relayed.
-            if tag == b'E'
-                && self.pinned.is_none()
-                && let Ok(f) = messages::parse_error(&msg)
-                && matches!(f.severity.as_str(), "FATAL" | "PANIC")
-            {
-                return Err(End::BackendGone(format!(
-                    "server ended the connection: {} {}",
-                    f.code, f.message
-                )));
-            }
-            match tag {
-                b'Z' => {
-                    self.status = messages::parse_ready(&msg).map_err(|e| End::BackendGone(e.to_string()))?;
-                    conn.status = self.status;
-                }
-                b'S' => {
-                    if let Ok((n, v)) = messages::parse_parameter_status(&msg) {
-                        conn.set_param(n, v);
-                    }
-                }
-                _ => {}
-            }
-            if self.queue.on_message(tag) == Disposition::Forward {
-                self.to_client.extend_from_slice(&msg);
-            }
-            self.queue.after(&mut self.to_client);
-            for event in self.queue.take_events() {
-                match event {
-                    Event::ParseFailed { proxy, client } => {
-                        if proxy.is_empty() {
-                            // Whose unnamed statement the backend holds is now unknown.
-                            conn.unnamed_owner = Some(UNKNOWN_OWNER);
-                        }
-                        conn.prepared.remove(&proxy);
-                        if let Some(client) = client {
-                            self.registry.forget_failed(&client, &proxy);
-                        }
-                    }
-                    Event::CloseSkipped { proxy } if proxy.is_empty() => conn.unnamed_owner = Some(UNKNOWN_OWNER),
-                    Event::CloseSkipped { proxy } => {
-                        conn.prepared.insert(proxy, 0);
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Pinned reason, if any (for tests and reports).
