@@ -123,7 +123,7 @@ impl<E: Engine> Core<E> {
                 continue;
             };
             if let Some(state) = self.topology.cluster(&new.name) {
-                let (added, removed) = state.set_backends(&new.backends, old.monitor.is_some());
+                let (added, removed) = state.set_backends(&new.backends, old.monitor.is_some(), &new.weights);
                 for a in &added {
                     report
                         .applied

@@ -97,6 +97,9 @@ pub struct ClusterSettings {
     /// The command a switchover runs (through `sh -c`) to promote
     /// `{target}` (replaced by the backend's address).
     pub switchover_command: Option<String>,
+    /// Read-only balancing weight of each backend (absent: 1): a backend
+    /// of weight 2 takes twice the leases of one of weight 1.
+    pub weights: std::collections::BTreeMap<String, u32>,
     pub connect_timeout: Duration,
     /// Backend connections per (backend, backend user, database).
     pub pool_size: u32,

@@ -92,6 +92,8 @@ pub struct RawCluster {
     #[serde(default, with = "humantime_serde::option")]
     pub failover_hold: Option<Duration>,
     pub switchover_command: Option<String>,
+    /// Read-only balancing weights by backend address (default 1).
+    pub weights: Option<Spanned<std::collections::BTreeMap<String, u32>>>,
     #[serde(default, with = "humantime_serde::option")]
     pub connect_timeout: Option<Duration>,
     #[serde(default)]

@@ -298,6 +298,7 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
                 .unwrap_or(DEFAULT_HEALTH_CHECK_SUCCESSES),
             failover_hold: c.failover_hold.unwrap_or(DEFAULT_FAILOVER_HOLD),
             switchover_command: c.switchover_command.clone(),
+            weights: weights(cx, c),
             connect_timeout: c.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             pool_size,
             borrow_timeout: c.pool.borrow_timeout.unwrap_or(DEFAULT_BORROW_TIMEOUT),
@@ -317,6 +318,23 @@ fn clusters(cx: &mut Ctx, raw: &[RawCluster], secrets: &HashMap<String, Arc<Secr
         }));
     }
     out
+}
+
+/// A cluster's `weights`: each names one of its backends, at least 1.
+fn weights(cx: &mut Ctx, c: &RawCluster) -> std::collections::BTreeMap<String, u32> {
+    let Some(w) = &c.weights else {
+        return Default::default();
+    };
+    let backends: Vec<&String> = c.backends.get_ref().iter().map(|b| b.get_ref()).collect();
+    for (addr, weight) in w.get_ref() {
+        if !backends.contains(&addr) {
+            cx.at(w, format!("weights: \"{addr}\" is not one of the cluster's backends"));
+        }
+        if *weight == 0 {
+            cx.at(w, format!("weights: \"{addr}\" must weigh at least 1"));
+        }
+    }
+    w.get_ref().clone()
 }
 
 /// A count that must be at least 1, if given.

@@ -21,7 +21,7 @@ pub mod monitor;
 pub mod operate;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -79,10 +79,12 @@ pub struct BackendState {
     pub routed: AtomicU64,
     /// Drained by an operator: no new leases.
     pub draining: AtomicBool,
+    /// Read-only balancing weight (the cluster's `weights`, 1 by default).
+    pub weight: AtomicU32,
 }
 
 impl BackendState {
-    fn new(addr: &str, role: Role, up: bool) -> Self {
+    fn new(addr: &str, role: Role, up: bool, weight: u32) -> Self {
         Self {
             addr: addr.to_owned(),
             health: Mutex::new(Health {
@@ -99,6 +101,7 @@ impl BackendState {
             leases: Arc::new(AtomicUsize::new(0)),
             routed: AtomicU64::new(0),
             draining: AtomicBool::new(false),
+            weight: AtomicU32::new(weight.max(1)),
         }
     }
 
@@ -215,6 +218,11 @@ impl Why {
     }
 }
 
+/// `addr`'s weight in `weights` (1 when absent).
+fn weight_of(weights: &std::collections::BTreeMap<String, u32>, addr: &str) -> u32 {
+    weights.get(addr).copied().unwrap_or(1).max(1)
+}
+
 fn unix_seconds(t: SystemTime) -> f64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -233,7 +241,7 @@ impl ClusterState {
                     (false, 0) => Role::Writer,
                     (false, _) => Role::Reader,
                 };
-                Arc::new(BackendState::new(addr, role, !probed))
+                Arc::new(BackendState::new(addr, role, !probed, weight_of(&c.weights, addr)))
             })
             .collect();
         let writer = (!probed).then(|| backends.first().cloned()).flatten();
@@ -270,7 +278,12 @@ impl ClusterState {
     /// finds them (unprobed clusters: up, the first the writer), removed
     /// ones are forgotten (a removed writer is unelected). Returns (added,
     /// removed) addresses.
-    pub fn set_backends(&self, addrs: &[String], probed: bool) -> (Vec<String>, Vec<String>) {
+    pub fn set_backends(
+        &self,
+        addrs: &[String],
+        probed: bool,
+        weights: &std::collections::BTreeMap<String, u32>,
+    ) -> (Vec<String>, Vec<String>) {
         let e = self.election.lock().unwrap_or_else(PoisonError::into_inner);
         let old = self.backends.load_full();
         let mut added = Vec::new();
@@ -286,10 +299,13 @@ impl ClusterState {
                         (false, 0) => Role::Writer,
                         (false, _) => Role::Reader,
                     };
-                    Arc::new(BackendState::new(a, role, !probed))
+                    Arc::new(BackendState::new(a, role, !probed, weight_of(weights, a)))
                 }
             })
             .collect();
+        for b in &next {
+            b.weight.store(weight_of(weights, &b.addr), Ordering::Relaxed);
+        }
         let removed: Vec<String> = old
             .iter()
             .filter(|b| !addrs.contains(&b.addr))
@@ -463,8 +479,8 @@ impl ClusterState {
         }
     }
 
-    /// The up replica, within `max_lag`, with the fewest leases out; ties
-    /// go round so equal replicas share the load.
+    /// The up replica, within `max_lag`, with the fewest leases out for
+    /// its weight; ties go round so equal replicas share the load.
     fn least_busy_reader(&self, max_lag: Option<Duration>) -> Option<Arc<BackendState>> {
         let backends = self.backends.load();
         let n = backends.len();
@@ -472,7 +488,7 @@ impl ClusterState {
             return None;
         }
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed) % n;
-        let mut best: Option<(usize, &Arc<BackendState>)> = None;
+        let mut best: Option<((usize, usize), &Arc<BackendState>)> = None;
         for k in 0..n {
             let b = &backends[(start + k) % n];
             let h = b.health.lock().unwrap_or_else(PoisonError::into_inner);
@@ -484,8 +500,14 @@ impl ClusterState {
             if !usable {
                 continue;
             }
-            let load = b.leases.load(Ordering::Relaxed);
-            if best.is_none_or(|(l, _)| load < l) {
+            // leases / weight, compared as (leases + 1) * other weight, so
+            // that an idle heavy replica is not tied with an idle light one.
+            let load = (
+                b.leases.load(Ordering::Relaxed),
+                b.weight.load(Ordering::Relaxed).max(1) as usize,
+            );
+            let lighter = |(l, w): (usize, usize)| (load.0 + 1) * w < (l + 1) * load.1;
+            if best.is_none_or(|(other, _)| lighter(other)) {
                 best = Some((load, b));
             }
         }

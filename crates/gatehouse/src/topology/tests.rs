@@ -232,7 +232,7 @@ fn a_backend_added_by_reload_is_probed_then_used() {
     c.record(&c.backends()[1], ok(false));
     c.elect();
     let addrs: Vec<String> = ["b0:1", "b1:1", "b2:1"].iter().map(|s| s.to_string()).collect();
-    let (added, removed) = c.set_backends(&addrs, true);
+    let (added, removed) = c.set_backends(&addrs, true, &Default::default());
     assert_eq!((added, removed), (vec!["b2:1".to_string()], vec![]));
     let ro = endpoint(EndpointRole::ReadOnly, "");
     c.backends()[1].leases.store(2, Ordering::Relaxed);
@@ -248,7 +248,28 @@ fn a_backend_added_by_reload_is_probed_then_used() {
     );
     // The writer removed: unelected, and nothing else is writable.
     let addrs: Vec<String> = ["b1:1", "b2:1"].iter().map(|s| s.to_string()).collect();
-    let (_, removed) = c.set_backends(&addrs, true);
+    let (_, removed) = c.set_backends(&addrs, true, &Default::default());
     assert_eq!(removed, vec!["b0:1".to_string()]);
     assert_eq!(writer(&c), None);
+}
+
+#[test]
+fn weighted_replicas_take_leases_in_proportion() {
+    let c = cluster(3);
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
+    c.record(&c.backends()[2], ok(false));
+    c.elect();
+    c.backends()[2].weight.store(3, Ordering::Relaxed);
+    let ro = endpoint(EndpointRole::ReadOnly, "");
+    // Leases taken and held: b2 (weight 3) ends up with 3 for b1's 1.
+    let mut held = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..8 {
+        let ch = c.choose(&ro).map(|ch| ch.backend);
+        let Some(b) = ch else { panic!("no reader") };
+        b.leases.fetch_add(1, Ordering::Relaxed);
+        *held.entry(short(&b.addr).to_string()).or_default() += 1;
+    }
+    assert_eq!(held.get("b1"), Some(&2), "{held:?}");
+    assert_eq!(held.get("b2"), Some(&6), "{held:?}");
 }
