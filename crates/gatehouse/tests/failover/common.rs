@@ -178,6 +178,22 @@ impl Rig {
         })
     }
 
+    /// Waits until the replica `name` reports its replication lag (small:
+    /// it replicates) and position, as its probes read them.
+    pub fn wait_replica_reports(&self, engine: &str, name: &str) -> Result<Backends> {
+        let a = self.server_addr(name)?;
+        self.wait_backends(
+            engine,
+            &format!("{name} to report lag and position"),
+            Duration::from_secs(10),
+            |b| {
+                b.get(&a).is_some_and(|r| {
+                    r.lag_seconds.is_some_and(|l| l < 5.0) && r.position.as_ref().is_some_and(|p| !p.is_empty())
+                })
+            },
+        )
+    }
+
     /// Waits until `writer` is the cluster's elected, up, unfenced writer
     /// and every one of `readers` is up as a reader.
     pub fn wait_roles(&self, engine: &str, writer: &str, readers: &[&str]) -> Result<Backends> {
@@ -226,6 +242,8 @@ pub struct BackendRow {
     /// The cluster's current writer.
     pub elected: bool,
     pub lag_seconds: Option<f64>,
+    /// Replication position (PostgreSQL LSN, MariaDB GTID), when probed.
+    pub position: Option<String>,
     /// Leases outstanding on it now.
     pub leases: u64,
     /// Transactions routed to it so far.

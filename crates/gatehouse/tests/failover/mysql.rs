@@ -251,6 +251,8 @@ fn idle_clients_survive_writer_loss(ctx: &Ctx) -> Result<()> {
     let (port0, port1) = (rig.server_port("my0")?, rig.server_port("my1")?);
     let (addr0, addr1) = (rig.server_addr("my0")?, rig.server_addr("my1")?);
     rig.wait_roles(ENGINE, "my0", &["my1"])?;
+    // The replica's probes read its lag and replication position.
+    rig.wait_replica_reports(ENGINE, "my1")?;
     let mut idle = h.block_on(async {
         let mut idle = Vec::new();
         for _ in 0..10 {

@@ -320,6 +320,8 @@ fn idle_clients_survive_writer_loss(ctx: &Ctx) -> Result<()> {
     let (port0, port1) = (rig.server_port("pg0")?, rig.server_port("pg1")?);
     let (addr0, addr1) = (rig.server_addr("pg0")?, rig.server_addr("pg1")?);
     rig.wait_roles(ENGINE, "pg0", &["pg1"])?;
+    // The replica's probes read its lag and replication position.
+    rig.wait_replica_reports(ENGINE, "pg1")?;
     let idle = h.block_on(idle_clients(rig.addr("rw"), 10))?;
     let loopers = spawn_loopers(&rig, "rw", "w", 4, insert_sql)?;
     let started = Instant::now();
