@@ -109,7 +109,7 @@ impl<E: Engine> Core<E> {
         }
         let mut report = ReloadReport::default();
         self.reload_topology(settings, &mut report);
-        tracing::info!(tenants = settings.tenants.len(), applied = ?report.applied, not_applied = ?report.not_applied, "tenants, secrets and topology reloaded");
+        tracing::info!(engine = E::NAME, tenants = settings.tenants.len(), applied = ?report.applied, not_applied = ?report.not_applied, "tenants, secrets and topology reloaded");
         report
     }
 

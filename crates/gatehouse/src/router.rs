@@ -89,7 +89,7 @@ impl<E: Engine> Core<E> {
         database: &str,
     ) -> Result<Arc<Pool<E>>, ProxyError> {
         let state = self.cluster_state(endpoint)?;
-        let backend = match state.choose(endpoint) {
+        let backend = match state.peek(endpoint) {
             Some(c) => c.backend,
             None => state
                 .backends()

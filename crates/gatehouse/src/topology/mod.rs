@@ -451,6 +451,16 @@ impl ClusterState {
     /// The backend that should serve the next lease of `endpoint`, as the
     /// topology is now; `None` when there is none (the router waits).
     pub fn choose(&self, endpoint: &EndpointSettings) -> Option<Choice> {
+        self.choose_for(endpoint, true)
+    }
+
+    /// [`Self::choose`] for a look only (a session's first pool): the turn
+    /// among tied replicas does not move.
+    pub fn peek(&self, endpoint: &EndpointSettings) -> Option<Choice> {
+        self.choose_for(endpoint, false)
+    }
+
+    fn choose_for(&self, endpoint: &EndpointSettings, take_turn: bool) -> Option<Choice> {
         // Only a backend up and writable is elected, and one that stops
         // being either is unelected in the same probe round: no look at
         // its health is needed here.
@@ -464,7 +474,7 @@ impl ClusterState {
                 why: Why::Writer,
             });
         }
-        if let Some(r) = self.least_busy_reader(endpoint.max_replica_lag) {
+        if let Some(r) = self.least_busy_reader(endpoint.max_replica_lag, take_turn) {
             return Some(Choice {
                 backend: r,
                 why: Why::LeastBusyReader,
@@ -480,38 +490,44 @@ impl ClusterState {
     }
 
     /// The up replica, within `max_lag`, with the fewest leases out for
-    /// its weight; ties go round so equal replicas share the load.
-    fn least_busy_reader(&self, max_lag: Option<Duration>) -> Option<Arc<BackendState>> {
+    /// its weight. Ties (idle replicas, mostly) take turns among the tied
+    /// replicas themselves, so equal replicas share the load evenly; the
+    /// turn moves only when `take_turn` (a lease, not a mere look).
+    fn least_busy_reader(&self, max_lag: Option<Duration>, take_turn: bool) -> Option<Arc<BackendState>> {
         let backends = self.backends.load();
-        let n = backends.len();
-        if n == 0 {
-            return None;
-        }
-        let start = self.next_reader.fetch_add(1, Ordering::Relaxed) % n;
-        let mut best: Option<((usize, usize), &Arc<BackendState>)> = None;
-        for k in 0..n {
-            let b = &backends[(start + k) % n];
+        let usable = |b: &BackendState| {
             let h = b.health.lock().unwrap_or_else(PoisonError::into_inner);
-            let usable = h.up
-                && h.role == Role::Reader
+            h.up && h.role == Role::Reader
                 && !b.draining.load(Ordering::Relaxed)
-                && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max));
-            drop(h);
-            if !usable {
-                continue;
-            }
-            // leases / weight, compared as (leases + 1) * other weight, so
-            // that an idle heavy replica is not tied with an idle light one.
-            let load = (
-                b.leases.load(Ordering::Relaxed),
+                && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max))
+        };
+        // (leases + 1) / weight, compared by cross-multiplying, so that an
+        // idle heavy replica is not tied with an idle light one.
+        let score = |b: &BackendState| {
+            (
+                b.leases.load(Ordering::Relaxed) + 1,
                 b.weight.load(Ordering::Relaxed).max(1) as usize,
-            );
-            let lighter = |(l, w): (usize, usize)| (load.0 + 1) * w < (l + 1) * load.1;
-            if best.is_none_or(|(other, _)| lighter(other)) {
-                best = Some((load, b));
+            )
+        };
+        let cmp = |(l1, w1): (usize, usize), (l2, w2): (usize, usize)| (l1 * w2).cmp(&(l2 * w1));
+        let mut scored: Vec<(&Arc<BackendState>, (usize, usize))> = Vec::with_capacity(backends.len());
+        for b in backends.iter() {
+            if usable(b) {
+                scored.push((b, score(b)));
             }
         }
-        best.map(|(_, b)| b.clone())
+        let best = scored.iter().map(|(_, s)| *s).min_by(|a, b| cmp(*a, *b))?;
+        let ties: Vec<&Arc<BackendState>> = scored
+            .iter()
+            .filter(|(_, s)| cmp(*s, best).is_eq())
+            .map(|(b, _)| *b)
+            .collect();
+        let turn = if take_turn && ties.len() > 1 {
+            self.next_reader.fetch_add(1, Ordering::Relaxed) % ties.len()
+        } else {
+            0
+        };
+        ties.get(turn).map(|b| (*b).clone())
     }
 }
 

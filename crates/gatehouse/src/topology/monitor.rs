@@ -48,7 +48,7 @@ pub async fn probe_once<E: Engine>(core: &Core<E>, cluster: &ClusterSettings) {
         if state.record(b, result) {
             let after = b.health();
             match failed {
-                None => tracing::warn!(cluster = %cluster.name, backend = %b.addr, role = ?after.role, "backend up"),
+                None => tracing::info!(cluster = %cluster.name, backend = %b.addr, role = ?after.role, "backend up"),
                 Some(e) => tracing::warn!(cluster = %cluster.name, backend = %b.addr, error = %e, "backend down"),
             }
             if !after.up {

@@ -273,3 +273,24 @@ fn weighted_replicas_take_leases_in_proportion() {
     assert_eq!(held.get("b1"), Some(&2), "{held:?}");
     assert_eq!(held.get("b2"), Some(&6), "{held:?}");
 }
+
+#[test]
+fn idle_replicas_share_reads_evenly() {
+    // The writer listed between the replicas, and a fourth backend down:
+    // neither may skew the turns.
+    let c = cluster(4);
+    c.record(&c.backends()[0], ok(false));
+    c.record(&c.backends()[1], ok(true));
+    c.record(&c.backends()[2], ok(false));
+    c.elect();
+    let ro = endpoint(EndpointRole::ReadOnly, "");
+    let mut count = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..300 {
+        // Looks in between (sessions starting) move no turn.
+        let _ = c.peek(&ro);
+        let Some(ch) = c.choose(&ro) else { panic!("no reader") };
+        *count.entry(short(&ch.backend.addr).to_string()).or_default() += 1;
+    }
+    assert_eq!(count.get("b0"), Some(&150), "{count:?}");
+    assert_eq!(count.get("b2"), Some(&150), "{count:?}");
+}
