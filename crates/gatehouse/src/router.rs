@@ -152,9 +152,34 @@ impl<E: Engine> Core<E> {
         cap: Option<&TenantCap>,
     ) -> Result<Lease<E>, ProxyError> {
         let state = self.cluster_state(endpoint)?;
-        // Subscribed only once the first choice fails: the common case
-        // (the backend chosen lends at once) costs no more than a look at
-        // the elected writer, or at each replica's lease count.
+        // The common case, kept small (its future is boxed with every
+        // transaction's): the backend chosen is the one used last, and it
+        // lends at once. Everything else (another backend, no backend, a
+        // backend that cannot be reached) takes the boxed slow path.
+        if let Some(choice) = state.choose(endpoint)
+            && pool.key().backend == choice.backend.addr
+        {
+            match pool.lease_for(cap).await {
+                Ok(lease) => {
+                    state.routed(&choice);
+                    return Ok(lease);
+                }
+                Err(e) if e.condition != Condition::BackendUnavailable => return Err(e),
+                Err(_) => state.probe_now.notify_one(),
+            }
+        }
+        Box::pin(self.lease_routed(state, endpoint, pool, cap)).await
+    }
+
+    /// [`Core::lease`] when the backend changes, is missing or fails.
+    async fn lease_routed(
+        &self,
+        state: &ClusterState,
+        endpoint: &EndpointSettings,
+        pool: &mut Arc<Pool<E>>,
+        cap: Option<&TenantCap>,
+    ) -> Result<Lease<E>, ProxyError> {
+        // Subscribed only once a choice fails, then every change is seen.
         let mut changes: Option<tokio::sync::watch::Receiver<u64>> = None;
         let mut hold = None;
         let mut _waiting = None;
