@@ -2,6 +2,7 @@
 //! it into the immutable [`Settings`] snapshot the proxy runs on
 //! ([`validate`], [`model`]). Every problem is reported with its line.
 
+mod clusters;
 mod credentials;
 mod directory;
 pub mod model;

@@ -15,6 +15,7 @@
 mod common;
 mod mysql;
 mod pg;
+mod pg_ops;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -30,19 +30,25 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
         ("pg::idle_clients_survive_writer_loss", idle_clients_survive_writer_loss),
         ("pg::old_writer_restarted_writable_is_fenced", old_writer_is_fenced),
-        ("pg::hung_writer_holds_clients_until_it_resumes", hung_writer),
-        ("pg::reads_leave_a_lost_replica_and_come_back", replica_loss),
+        (
+            "pg::hung_writer_holds_clients_until_it_resumes",
+            super::pg_ops::hung_writer,
+        ),
+        (
+            "pg::reads_leave_a_lost_replica_and_come_back",
+            super::pg_ops::replica_loss,
+        ),
         (
             "pg::a_transaction_lost_with_its_writer_needs_a_rollback",
-            lost_transaction,
+            super::pg_ops::lost_transaction,
         ),
-        ("pg::switchover_moves_writes_without_errors", switchover),
+        ("pg::switchover_moves_writes_without_errors", super::pg_ops::switchover),
     ]
 }
 
-const ENGINE: &str = "postgres";
+pub(crate) const ENGINE: &str = "postgres";
 
-const RW: (&str, &str) = (
+pub(crate) const RW: (&str, &str) = (
     "rw",
     r#"
 [[endpoints]]
@@ -55,7 +61,7 @@ pool_mode = "transaction"
 );
 
 /// Reads spread over the replicas; the writer only when none is usable.
-const RO: (&str, &str) = (
+pub(crate) const RO: (&str, &str) = (
     "ro",
     r#"
 [[endpoints]]
@@ -72,7 +78,7 @@ reader_fallback = "writer"
 /// The configuration of a case's proxy: one cluster over every server
 /// (replicas listed first: roles come from probing, never from the order),
 /// `endpoints`, the admin API, tenant alice (SCRAM) for app1.
-fn config(cluster: &Cluster, dir: &std::path::Path, endpoints: &[(&str, &str)]) -> String {
+pub(crate) fn config(cluster: &Cluster, dir: &std::path::Path, endpoints: &[(&str, &str)]) -> String {
     let mut servers: Vec<String> = cluster.servers().iter().map(|s| format!("\"{}\"", s.addr())).collect();
     servers.reverse();
     let endpoints: String = endpoints.iter().map(|(_, toml)| *toml).collect();
@@ -122,7 +128,7 @@ password = "owner-pw"
 
 /// The owner, database app1 and its table `t`, on the primary; waits until
 /// every replica has the table.
-fn prepare(cluster: &Cluster) -> Result<()> {
+pub(crate) fn prepare(cluster: &Cluster) -> Result<()> {
     cluster.pg_sql("pg0", "postgres", "CREATE ROLE app_owner LOGIN PASSWORD 'owner-pw'")?;
     cluster.pg_sql("pg0", "postgres", "CREATE DATABASE app1 OWNER app_owner")?;
     cluster.pg_sql(
@@ -148,7 +154,7 @@ fn prepare(cluster: &Cluster) -> Result<()> {
 
 /// A case's own PostgreSQL primary pg0 with `replicas` streaming replicas
 /// (pg1, ...), and its own proxy with `endpoints`.
-fn rig(ctx: &Ctx, name: &str, replicas: usize, endpoints: &[(&str, &str)]) -> Result<Rig> {
+pub(crate) fn rig(ctx: &Ctx, name: &str, replicas: usize, endpoints: &[(&str, &str)]) -> Result<Rig> {
     let dir = ctx.case_dir(name)?;
     let opts = Options {
         pg_replicas: replicas,
@@ -164,7 +170,7 @@ fn rig(ctx: &Ctx, name: &str, replicas: usize, endpoints: &[(&str, &str)]) -> Re
 
 /// A tokio-postgres connection as alice to app1 through the proxy at
 /// `addr`, driven on the current runtime.
-async fn connect(addr: SocketAddr) -> Result<Client> {
+pub(crate) async fn connect(addr: SocketAddr) -> Result<Client> {
     let conninfo = format!(
         "host={} port={} user=alice password=alice-pw dbname=app1 sslmode=disable connect_timeout=10",
         addr.ip(),
@@ -176,7 +182,7 @@ async fn connect(addr: SocketAddr) -> Result<Client> {
 }
 
 /// `n` connections through `addr`, each of which has run one query.
-async fn idle_clients(addr: SocketAddr, n: usize) -> Result<Vec<Client>> {
+pub(crate) async fn idle_clients(addr: SocketAddr, n: usize) -> Result<Vec<Client>> {
     let mut out = Vec::new();
     for _ in 0..n {
         let c = connect(addr).await?;
@@ -186,16 +192,16 @@ async fn idle_clients(addr: SocketAddr, n: usize) -> Result<Vec<Client>> {
     Ok(out)
 }
 
-fn insert_sql(tag: &str) -> String {
+pub(crate) fn insert_sql(tag: &str) -> String {
     format!("INSERT INTO t (who) VALUES ('{tag}') RETURNING port")
 }
 
-fn read_sql(_tag: &str) -> String {
+pub(crate) fn read_sql(_tag: &str) -> String {
     "SELECT inet_server_port()".to_string()
 }
 
 /// The first column of the first row, as a port.
-fn port_of(msgs: &[SimpleQueryMessage]) -> Option<u16> {
+pub(crate) fn port_of(msgs: &[SimpleQueryMessage]) -> Option<u16> {
     msgs.iter().find_map(|m| match m {
         SimpleQueryMessage::Row(r) => r.get(0)?.parse().ok(),
         _ => None,
@@ -203,7 +209,7 @@ fn port_of(msgs: &[SimpleQueryMessage]) -> Option<u16> {
 }
 
 /// An error answer as an [`Outcome`]; `text` starts with the severity.
-fn outcome_of(e: &tokio_postgres::Error) -> Outcome {
+pub(crate) fn outcome_of(e: &tokio_postgres::Error) -> Outcome {
     match (e.code(), e.as_db_error()) {
         (Some(code), Some(db)) => Outcome::Failed {
             code: code.code().to_string(),
@@ -216,7 +222,13 @@ fn outcome_of(e: &tokio_postgres::Error) -> Outcome {
 
 /// A looping client: `sql(tag)` in the simple protocol (one autocommit
 /// statement, one round trip) until `stop`, recording each attempt.
-async fn run_loop(client: Client, name: String, log: Log, stop: Arc<AtomicBool>, sql: fn(&str) -> String) -> Client {
+pub(crate) async fn run_loop(
+    client: Client,
+    name: String,
+    log: Log,
+    stop: Arc<AtomicBool>,
+    sql: fn(&str) -> String,
+) -> Client {
     let mut n = 0u32;
     while !stop.load(Ordering::SeqCst) {
         n += 1;
@@ -244,7 +256,7 @@ async fn run_loop(client: Client, name: String, log: Log, stop: Arc<AtomicBool>,
     client
 }
 
-fn spawn_loopers(
+pub(crate) fn spawn_loopers(
     rig: &Rig,
     endpoint: &str,
     prefix: &str,
@@ -265,7 +277,7 @@ fn spawn_loopers(
 
 /// INSERTs a row tagged `tag` over the extended protocol; the port of the
 /// server that stored it.
-async fn insert_on(c: &Client, tag: &str) -> Result<u16> {
+pub(crate) async fn insert_on(c: &Client, tag: &str) -> Result<u16> {
     let row = tokio::time::timeout(
         ATTEMPT_LIMIT,
         c.query_one("INSERT INTO t (who) VALUES ($1) RETURNING port", &[&tag]),
@@ -277,7 +289,7 @@ async fn insert_on(c: &Client, tag: &str) -> Result<u16> {
 }
 
 /// Tag -> port of every row of `t` on `server`, read there directly.
-fn rows_on(cluster: &Cluster, server: &str) -> Result<HashMap<String, u16>> {
+pub(crate) fn rows_on(cluster: &Cluster, server: &str) -> Result<HashMap<String, u16>> {
     let out = cluster.pg_sql(server, "app1", "SELECT who || ' ' || port FROM t")?;
     out.lines()
         .filter(|l| !l.is_empty())
@@ -292,14 +304,14 @@ fn rows_on(cluster: &Cluster, server: &str) -> Result<HashMap<String, u16>> {
 /// (writers also 57P01), with severity ERROR. The session goes on, so the
 /// client must not be told FATAL: that tells it its connection is ending
 /// (some drivers close it at once).
-fn lost_in_flight(a: &Attempt, also_57p01: bool) -> bool {
+pub(crate) fn lost_in_flight(a: &Attempt, also_57p01: bool) -> bool {
     matches!(&a.outcome, Outcome::Failed { code, text, .. }
         if (code.starts_with("08") || (also_57p01 && code == "57P01")) && text.starts_with("ERROR"))
 }
 
 /// What a looping client may have seen of its server's loss: at most one
 /// error, a lost statement's, and its connection still open.
-fn check_loss(l: &Finished<Client>, t0: Instant, also_57p01: bool) -> Result<()> {
+pub(crate) fn check_loss(l: &Finished<Client>, t0: Instant, also_57p01: bool) -> Result<()> {
     let errors = l.errors();
     ensure!(errors.len() <= 1, "more than one error: {}", l.show_errors(t0));
     if let Some(e) = errors.iter().find(|a| !lost_in_flight(a, also_57p01)) {
@@ -314,7 +326,7 @@ fn check_loss(l: &Finished<Client>, t0: Instant, also_57p01: bool) -> Result<()>
     Ok(())
 }
 
-fn idle_clients_survive_writer_loss(ctx: &Ctx) -> Result<()> {
+pub(crate) fn idle_clients_survive_writer_loss(ctx: &Ctx) -> Result<()> {
     let mut rig = rig(ctx, "pg-writer-loss", 1, &[RW])?;
     let h = rig.handle();
     let (port0, port1) = (rig.server_port("pg0")?, rig.server_port("pg1")?);
@@ -410,7 +422,7 @@ fn idle_clients_survive_writer_loss(ctx: &Ctx) -> Result<()> {
     problems.finish()
 }
 
-fn old_writer_is_fenced(ctx: &Ctx) -> Result<()> {
+pub(crate) fn old_writer_is_fenced(ctx: &Ctx) -> Result<()> {
     let mut rig = rig(ctx, "pg-fence", 1, &[RW])?;
     let h = rig.handle();
     let (port0, port1) = (rig.server_port("pg0")?, rig.server_port("pg1")?);
@@ -483,290 +495,5 @@ fn old_writer_is_fenced(ctx: &Ctx) -> Result<()> {
     problems.require(r1.elected && !r1.fenced, || {
         format!("pg1 is not the elected writer: {b}")
     });
-    problems.finish()
-}
-
-fn hung_writer(ctx: &Ctx) -> Result<()> {
-    let mut rig = rig(ctx, "pg-hung", 1, &[RW])?;
-    let h = rig.handle();
-    let port0 = rig.server_port("pg0")?;
-    let addr0 = rig.server_addr("pg0")?;
-    rig.wait_roles(ENGINE, "pg0", &["pg1"])?;
-    let idle = h.block_on(idle_clients(rig.addr("rw"), 4))?;
-    let loopers = spawn_loopers(&rig, "rw", "w", 4, insert_sql)?;
-    let started = Instant::now();
-    loopers.wait_each("a write on pg0", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port0)
-    })?;
-
-    rig.cluster.pause("pg0")?;
-    let paused = Instant::now();
-    // While pg0 hangs, the admin API answers at once, and the probes'
-    // timeout marks pg0 down. Hung for at least 4 s, and until seen down
-    // (at most 7 s).
-    let mut slowest = Duration::ZERO;
-    let mut seen_down = None;
-    let outcome = (|| {
-        loop {
-            let took = rig.health()?;
-            slowest = slowest.max(took);
-            ensure!(
-                took < Duration::from_secs(1),
-                "/api/health took {took:?} while pg0 hung"
-            );
-            if seen_down.is_none() && !Backends(rig.backends(ENGINE)?).row(&addr0)?.up {
-                seen_down = Some(paused.elapsed());
-            }
-            let hung = paused.elapsed();
-            if (hung >= Duration::from_secs(4) && seen_down.is_some()) || hung >= Duration::from_secs(7) {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    })();
-    rig.cluster.resume("pg0")?;
-    let resumed = Instant::now();
-    outcome?;
-    let down_after = seen_down.with_context(|| {
-        format!(
-            "pg0 was never marked down while hung for {:?} (probe timeout 1 s, 2 failures)",
-            resumed - paused
-        )
-    })?;
-
-    loopers.wait_each(
-        "a write after pg0 resumed",
-        FAILOVER_HOLD + Duration::from_secs(5),
-        resumed,
-        Attempt::ok,
-    )?;
-    let done = loopers.stop(&h)?;
-    let t0 = rig.t0;
-    let first = first_ok_after(&done, resumed).context("no write after the resume")?;
-    eprintln!(
-        "pg::hung_writer_holds_clients_until_it_resumes: pg0 hung {:.2}s, marked down after {:.2}s; \
-         /api/health answered within {:.3}s; first write {:.3}s after the resume; errors seen by the writers: {:?}",
-        (resumed - paused).as_secs_f64(),
-        down_after.as_secs_f64(),
-        slowest.as_secs_f64(),
-        first.as_secs_f64(),
-        all_errors(&done)
-    );
-    let limit = FAILOVER_HOLD + Duration::from_secs(5);
-    for l in &done {
-        for a in &l.attempts {
-            let allowed = match &a.outcome {
-                Outcome::Ok { .. } => true,
-                Outcome::Failed { code, .. } => code.starts_with("08") || code == "53300" || code.starts_with("57"),
-                Outcome::Closed(_) | Outcome::Hung => false,
-            };
-            ensure!(allowed, "{}: {}", l.name, a.show(t0));
-            ensure!(a.took() <= limit, "{}: took over {limit:?}: {}", l.name, a.show(t0));
-        }
-    }
-    // After the resume every client connection works again, the same ones.
-    h.block_on(async {
-        let clients = idle.iter().chain(done.iter().map(|l| &l.client));
-        for (i, c) in clients.enumerate() {
-            ensure!(!c.is_closed(), "client {i} lost its connection");
-            tokio::time::timeout(ATTEMPT_LIMIT, c.simple_query("SELECT 1"))
-                .await
-                .with_context(|| format!("client {i}: SELECT 1 hung"))?
-                .with_context(|| format!("client {i}: SELECT 1"))?;
-        }
-        anyhow::Ok(())
-    })
-}
-
-fn replica_loss(ctx: &Ctx) -> Result<()> {
-    let mut rig = rig(ctx, "pg-replica-loss", 2, &[RW, RO])?;
-    let h = rig.handle();
-    let (port0, port1, port2) = (
-        rig.server_port("pg0")?,
-        rig.server_port("pg1")?,
-        rig.server_port("pg2")?,
-    );
-    rig.wait_roles(ENGINE, "pg0", &["pg1", "pg2"])?;
-    let readers = spawn_loopers(&rig, "ro", "r", 6, read_sql)?;
-    let started = Instant::now();
-    readers.wait_each("a read on pg1", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port1)
-    })?;
-    readers.wait_each("a read on pg2", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port2)
-    })?;
-
-    rig.cluster.kill("pg2")?;
-    let killed = Instant::now();
-    std::thread::sleep(Duration::from_secs(3));
-    let restarting = Instant::now();
-    rig.cluster.restart("pg2")?;
-    let restarted = Instant::now();
-    readers.wait_each(
-        "a read on pg2 after its restart",
-        Duration::from_secs(10),
-        restarted,
-        |a| a.port() == Some(port2),
-    )?;
-    std::thread::sleep(Duration::from_secs(1));
-    let done = readers.stop(&h)?;
-
-    let t0 = rig.t0;
-    eprintln!(
-        "pg::reads_leave_a_lost_replica_and_come_back: errors seen by the {} readers: {:?}",
-        done.len(),
-        all_errors(&done)
-    );
-    let mut problems = Problems::default();
-    let mut back = Duration::ZERO;
-    for l in &done {
-        problems.check(check_loss(l, t0, false));
-        let on_writer = l.attempts.iter().find(|a| a.ok() && a.port() == Some(port0));
-        if let Some(a) = on_writer {
-            problems.add(format!(
-                "{}: read on the writer while a replica was up: {}",
-                l.name,
-                a.show(t0)
-            ));
-        }
-        let astray = l
-            .attempts
-            .iter()
-            .find(|a| a.ok() && a.start > killed && a.end < restarting && a.port() != Some(port1));
-        if let Some(a) = astray {
-            problems.add(format!(
-                "{}: read not on pg1 while pg2 was down: {}",
-                l.name,
-                a.show(t0)
-            ));
-        }
-        match l
-            .attempts
-            .iter()
-            .find(|a| a.start > restarted && a.port() == Some(port2))
-        {
-            Some(a) => back = back.max(a.end - restarted),
-            None => problems.add(format!("{}: no read on pg2 after its restart", l.name)),
-        }
-    }
-    eprintln!(
-        "pg::reads_leave_a_lost_replica_and_come_back: every reader read on pg2 again within {:.3}s of its restart",
-        back.as_secs_f64()
-    );
-    problems.require(back <= Duration::from_secs(5), || {
-        format!("a reader came back to pg2 only {back:?} after its restart")
-    });
-    problems.finish()
-}
-
-/// A client inside a transaction block when its writer dies: its next
-/// statement gets 25P02 (the block is aborted, as the server's would be,
-/// since it was rolled back with the server), never runs outside the block
-/// it meant; ROLLBACK ends the block, and the same connection then writes
-/// on the new writer. A COMMIT in the same state answers ROLLBACK.
-fn lost_transaction(ctx: &Ctx) -> Result<()> {
-    let mut rig = rig(ctx, "pg-lost-txn", 1, &[RW])?;
-    let h = rig.handle();
-    let port1 = rig.server_port("pg1")?;
-    rig.wait_roles(ENGINE, "pg0", &["pg1"])?;
-    let (a, b) = h.block_on(async { anyhow::Ok((connect(rig.addr("rw")).await?, connect(rig.addr("rw")).await?)) })?;
-    h.block_on(async {
-        for c in [&a, &b] {
-            c.batch_execute("BEGIN").await?;
-        }
-        a.execute("INSERT INTO t (who) VALUES ('in-lost-block-a')", &[]).await?;
-        b.execute("INSERT INTO t (who) VALUES ('in-lost-block-b')", &[]).await?;
-        anyhow::Ok(())
-    })?;
-    rig.cluster.kill("pg0")?;
-    rig.cluster.promote("pg1")?;
-    let addr1 = rig.server_addr("pg1")?;
-    rig.wait_backends(ENGINE, "pg1 elected", FAILOVER_HOLD, |bk| {
-        bk.get(&addr1).is_some_and(|r| r.elected)
-    })?;
-    let mut problems = Problems::default();
-    h.block_on(async {
-        // Next statement of the block: refused as in an aborted block, over
-        // the extended protocol and the simple one.
-        let e = a.execute("INSERT INTO t (who) VALUES ('after-loss-a')", &[]).await;
-        problems.require(
-            e.as_ref().err().and_then(|e| e.code())
-                == Some(&tokio_postgres::error::SqlState::IN_FAILED_SQL_TRANSACTION),
-            || format!("a statement in the lost block: {e:?}"),
-        );
-        let e = a.simple_query("SELECT 1").await;
-        problems.require(
-            e.as_ref().err().and_then(|e| e.code())
-                == Some(&tokio_postgres::error::SqlState::IN_FAILED_SQL_TRANSACTION),
-            || format!("a simple query in the lost block: {e:?}"),
-        );
-        problems.check(a.batch_execute("ROLLBACK").await.context("ROLLBACK of the lost block"));
-        problems.check(b.batch_execute("COMMIT").await.context("COMMIT of the lost block"));
-        for (name, c) in [("a", &a), ("b", &b)] {
-            let r = insert_on(c, &format!("{name}-after-rollback")).await;
-            problems.check(r.and_then(|port| {
-                ensure!(port == port1, "{name}: stored on {port}, not pg1 ({port1})");
-                Ok(())
-            }));
-            problems.require(!c.is_closed(), || format!("{name}: connection closed"));
-        }
-    });
-    let rows = rows_on(&rig.cluster, "pg1")?;
-    for tag in ["after-loss-a", "in-lost-block-a", "in-lost-block-b"] {
-        problems.require(!rows.contains_key(tag), || format!("{tag} is on pg1"));
-    }
-    problems.finish()
-}
-
-/// A planned switchover through the admin API while 4 clients write in a
-/// loop: new transactions wait while the cluster is paused, the old writer
-/// is stopped and the replica promoted (by the cluster's
-/// switchover_command, which hands the step to this case), and writes go
-/// on on the new writer, with no client error at all.
-fn switchover(ctx: &Ctx) -> Result<()> {
-    let mut rig = rig(ctx, "pg-switchover", 1, &[RW])?;
-    let h = rig.handle();
-    let (port0, port1) = (rig.server_port("pg0")?, rig.server_port("pg1")?);
-    let addr1 = rig.server_addr("pg1")?;
-    rig.wait_roles(ENGINE, "pg0", &["pg1"])?;
-    let loopers = spawn_loopers(&rig, "rw", "w", 4, insert_sql)?;
-    let started = Instant::now();
-    loopers.wait_each("a write on pg0", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port0)
-    })?;
-    let dir = rig.dir().to_path_buf();
-    let asked = rig.post_async(&format!("/api/clusters/main/switchover/{addr1}"));
-    let request = dir.join("switch.request");
-    wait_until("the switchover command to run", Duration::from_secs(20), || {
-        Ok(if request.exists() {
-            Ok(())
-        } else {
-            Err("no request yet".to_string())
-        })
-    })?;
-    let target = std::fs::read_to_string(&request)?;
-    ensure!(target.trim() == addr1, "switchover target {target:?}, not {addr1}");
-    rig.cluster.stop("pg0")?;
-    rig.cluster.promote("pg1")?;
-    std::fs::write(dir.join("switch.done"), "")?;
-    let answer = asked
-        .join()
-        .map_err(|_| anyhow::anyhow!("the switchover request panicked"))??;
-    let switched = Instant::now();
-    ensure!(answer.status == 200, "switchover: {} {}", answer.status, answer.body);
-    ensure!(answer.body.contains(&addr1), "switchover answer: {}", answer.body);
-    loopers.wait_each("a write after the switchover", Duration::from_secs(10), switched, |a| {
-        a.port() == Some(port1)
-    })?;
-    let done = loopers.stop(&h)?;
-    let mut problems = Problems::default();
-    for l in &done {
-        let errors = l.errors();
-        problems.require(errors.is_empty(), || format!("{}: {}", l.name, l.show_errors(rig.t0)));
-    }
-    eprintln!(
-        "pg::switchover_moves_writes_without_errors: errors seen by the writers: {:?}",
-        all_errors(&done)
-    );
     problems.finish()
 }
