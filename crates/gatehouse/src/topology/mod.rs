@@ -218,6 +218,16 @@ impl Why {
     }
 }
 
+/// The role of the `i`th configured backend before any probe: unknown when
+/// the cluster is probed; otherwise the first is taken as the writer.
+fn initial_role(probed: bool, i: usize) -> Role {
+    match (probed, i) {
+        (true, _) => Role::Unknown,
+        (false, 0) => Role::Writer,
+        (false, _) => Role::Reader,
+    }
+}
+
 /// `addr`'s weight in `weights` (1 when absent).
 fn weight_of(weights: &std::collections::BTreeMap<String, u32>, addr: &str) -> u32 {
     weights.get(addr).copied().unwrap_or(1).max(1)
@@ -236,12 +246,12 @@ impl ClusterState {
             .iter()
             .enumerate()
             .map(|(i, addr)| {
-                let role = match (probed, i) {
-                    (true, _) => Role::Unknown,
-                    (false, 0) => Role::Writer,
-                    (false, _) => Role::Reader,
-                };
-                Arc::new(BackendState::new(addr, role, !probed, weight_of(&c.weights, addr)))
+                Arc::new(BackendState::new(
+                    addr,
+                    initial_role(probed, i),
+                    !probed,
+                    weight_of(&c.weights, addr),
+                ))
             })
             .collect();
         let writer = (!probed).then(|| backends.first().cloned()).flatten();
@@ -294,12 +304,12 @@ impl ClusterState {
                 Some(b) => b.clone(),
                 None => {
                     added.push(a.clone());
-                    let role = match (probed, i) {
-                        (true, _) => Role::Unknown,
-                        (false, 0) => Role::Writer,
-                        (false, _) => Role::Reader,
-                    };
-                    Arc::new(BackendState::new(a, role, !probed, weight_of(weights, a)))
+                    Arc::new(BackendState::new(
+                        a,
+                        initial_role(probed, i),
+                        !probed,
+                        weight_of(weights, a),
+                    ))
                 }
             })
             .collect();
