@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cancel;
 pub mod config;
 pub mod core;
+pub mod endpoints;
 pub mod engine;
 pub mod error;
 pub mod limits;

@@ -1,15 +1,19 @@
 //! Configuration reload without a restart, shared by SIGHUP and the admin
-//! API: read the file the proxy started from again, validate it, and hand
-//! its tenants (with the tenant directory), secrets (with the secrets
-//! store) and clusters' backends to every engine's core. An invalid file
-//! changes nothing; the answer lists what changed in the topology and what
-//! needs a restart (new clusters and endpoints, pool settings).
+//! API: read the file the proxy started from again, validate it, bind the
+//! listeners it adds, then hand it to every engine's core (tenants with
+//! the tenant directory, secrets with the secrets store, clusters with
+//! their backends, health policy and pool settings) and switch the
+//! endpoints ([`crate::endpoints`]). An invalid file, or an address that
+//! cannot be bound, changes nothing; the answer lists what changed and
+//! what needs a restart (the runtime, the admin listener, parking).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::admin::view::CoreView;
+use crate::config::Settings;
+use crate::endpoints::Endpoints;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReloadError {
@@ -33,7 +37,11 @@ pub struct ReloadOutcome {
 
 pub struct Reloader {
     source: Option<PathBuf>,
+    /// The configuration the proxy started with (what needs a restart is
+    /// compared with it).
+    started: Arc<Settings>,
     cores: Vec<Arc<dyn CoreView>>,
+    endpoints: Arc<Endpoints>,
     /// One reload at a time: two would race to swap the tenant table.
     running: tokio::sync::Mutex<()>,
     succeeded: AtomicU64,
@@ -41,10 +49,12 @@ pub struct Reloader {
 }
 
 impl Reloader {
-    pub fn new(source: Option<PathBuf>, cores: Vec<Arc<dyn CoreView>>) -> Self {
+    pub fn new(started: Arc<Settings>, cores: Vec<Arc<dyn CoreView>>, endpoints: Arc<Endpoints>) -> Self {
         Self {
-            source,
+            source: started.source.clone(),
+            started,
             cores,
+            endpoints,
             running: tokio::sync::Mutex::new(()),
             succeeded: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -77,13 +87,23 @@ impl Reloader {
             .await
             .map_err(|e| ReloadError::Failed(e.to_string()))?
             .map_err(|problems| ReloadError::Invalid(problems.to_string()))?;
+        let settings = Arc::new(settings);
+        let prepared = self
+            .endpoints
+            .prepare(&settings)
+            .await
+            .map_err(|e| ReloadError::Invalid(e.to_string()))?;
         let mut applied = Vec::new();
-        let mut not_applied = Vec::new();
+        let mut not_applied: Vec<String> = crate::config::restart_changes(&self.started, &settings)
+            .into_iter()
+            .map(|f| format!("{f} changed (needs a restart)"))
+            .collect();
         for core in &self.cores {
-            let report = core.reload(&settings);
+            let report = core.clone().reload(&settings);
             applied.extend(report.applied);
             not_applied.extend(report.not_applied);
         }
+        applied.extend(self.endpoints.commit(&settings, prepared));
         Ok(ReloadOutcome {
             tenants: settings.tenants.len(),
             secrets: settings.secrets.len(),

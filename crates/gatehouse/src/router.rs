@@ -103,43 +103,54 @@ impl<E: Engine> Core<E> {
             user: secret.user.clone(),
             database: database.to_owned(),
         };
-        Ok(self.pool_on(endpoint, key, secret, &backend.leases))
+        Ok(self.pool_on(&state, key, secret, &backend.leases))
     }
 
     /// The pool for the session whose last pool was `pool`, but on
     /// database `database` (MySQL `USE`, COM_CHANGE_USER).
-    pub fn pool_for_database(&self, endpoint: &EndpointSettings, pool: &Pool<E>, database: &str) -> Arc<Pool<E>> {
-        let mut key = pool.key().clone();
-        key.database = database.to_owned();
-        let leases = self
-            .topology
-            .cluster(&key.cluster)
-            .and_then(|s| {
-                s.backends()
-                    .iter()
-                    .find(|b| b.addr == key.backend)
-                    .map(|b| b.leases.clone())
-            })
-            .unwrap_or_default();
-        self.pool_on(endpoint, key, &pool.secret(), &leases)
-    }
-
-    fn pool_on(
+    pub fn pool_for_database(
         &self,
         endpoint: &EndpointSettings,
+        pool: &Pool<E>,
+        database: &str,
+    ) -> Result<Arc<Pool<E>>, ProxyError> {
+        let state = self.cluster_state(endpoint)?;
+        let mut key = pool.key().clone();
+        key.database = database.to_owned();
+        let leases = state
+            .backends()
+            .iter()
+            .find(|b| b.addr == key.backend)
+            .map(|b| b.leases.clone())
+            .unwrap_or_default();
+        Ok(self.pool_on(&state, key, &pool.secret(), &leases))
+    }
+
+    /// The pool for `key`, made with the cluster's settings as they are now.
+    fn pool_on(
+        &self,
+        state: &ClusterState,
         key: PoolKey,
         secret: &Arc<crate::config::Secret>,
         leases: &Arc<std::sync::atomic::AtomicUsize>,
     ) -> Arc<Pool<E>> {
         let server_max = self.topology.max_connections(&key.cluster, &key.backend);
         self.pools
-            .get(&self.engine, &endpoint.cluster, key, secret, server_max, leases)
+            .get(&self.engine, &state.settings(), key, secret, server_max, leases)
     }
 
-    fn cluster_state(&self, endpoint: &EndpointSettings) -> Result<&Arc<ClusterState>, ProxyError> {
-        self.topology
-            .cluster(&endpoint.cluster.name)
-            .ok_or_else(|| ProxyError::new(Condition::Internal, "cluster not configured"))
+    /// The session's cluster as the topology lists it now; a cluster a
+    /// reload removed ends the session's work with a shutdown-class error.
+    fn cluster_state(&self, endpoint: &EndpointSettings) -> Result<Arc<ClusterState>, ProxyError> {
+        self.topology.cluster(&endpoint.cluster.name).ok_or_else(|| {
+            ProxyError::new(
+                Condition::Shutdown,
+                format!(
+                    "cluster \"{}\" was removed from the configuration",
+                    endpoint.cluster.name
+                ),
+            )
+        })
     }
 
     /// Routes one lease for a session of `endpoint` whose last pool is
@@ -168,7 +179,7 @@ impl<E: Engine> Core<E> {
                 Err(_) => state.probe_now.notify_one(),
             }
         }
-        Box::pin(self.lease_routed(state, endpoint, pool, cap)).await
+        Box::pin(self.lease_routed(&state, endpoint, pool, cap)).await
     }
 
     /// [`Core::lease`] when the backend changes, is missing or fails.
@@ -194,9 +205,9 @@ impl<E: Engine> Core<E> {
                     continue;
                 };
                 _waiting.get_or_insert_with(|| Waiting::new(state));
-                let until = *hold.get_or_insert_with(|| Instant::now() + endpoint.cluster.failover_hold);
+                let until = *hold.get_or_insert_with(|| Instant::now() + state.settings().failover_hold);
                 if tokio::time::timeout_at(until, c.changed()).await.is_err() {
-                    return Err(no_backend(endpoint));
+                    return Err(no_backend(endpoint, state));
                 }
                 continue;
             };
@@ -204,7 +215,7 @@ impl<E: Engine> Core<E> {
                 let mut key = pool.key().clone();
                 key.backend = choice.backend.addr.clone();
                 tracing::debug!(cluster = %key.cluster, backend = %key.backend, why = choice.why.name(), "lease routed to another backend");
-                *pool = self.pool_on(endpoint, key, &pool.secret(), &choice.backend.leases);
+                *pool = self.pool_on(state, key, &pool.secret(), &choice.backend.leases);
             }
             match pool.lease_for(cap).await {
                 Ok(lease) => {
@@ -212,7 +223,7 @@ impl<E: Engine> Core<E> {
                     return Ok(lease);
                 }
                 Err(e) if e.condition == Condition::BackendUnavailable => {
-                    let until = *hold.get_or_insert_with(|| Instant::now() + endpoint.cluster.failover_hold);
+                    let until = *hold.get_or_insert_with(|| Instant::now() + state.settings().failover_hold);
                     if Instant::now() >= until {
                         return Err(e);
                     }
@@ -232,7 +243,7 @@ impl<E: Engine> Core<E> {
 }
 
 /// The error of a lease that found no backend within `failover_hold`.
-fn no_backend(endpoint: &EndpointSettings) -> ProxyError {
+fn no_backend(endpoint: &EndpointSettings, state: &ClusterState) -> ProxyError {
     let what = match endpoint.role {
         EndpointRole::ReadWrite => "writable backend",
         EndpointRole::ReadOnly => "backend for reads",
@@ -241,7 +252,8 @@ fn no_backend(endpoint: &EndpointSettings) -> ProxyError {
         Condition::NoBackendForRole,
         format!(
             "no {what} in cluster \"{}\" within {:?} (failover_hold)",
-            endpoint.cluster.name, endpoint.cluster.failover_hold
+            state.name,
+            state.settings().failover_hold
         ),
     )
 }

@@ -78,12 +78,10 @@ fn gauge(v: usize) -> i64 {
 pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::with_prefix("gatehouse");
     let clients = Family::<EndpointLabels, Gauge>::default();
-    for e in &state.endpoints {
+    for e in state.endpoints.load() {
         clients
-            .get_or_create(&EndpointLabels {
-                endpoint: e.name.clone(),
-            })
-            .set(gauge(e.connected()));
+            .get_or_create(&EndpointLabels { endpoint: e.name })
+            .set(gauge(e.connected));
     }
     let accepted = Family::<EngineLabels, Counter>::default();
     let tenants = Family::<EngineLabels, Gauge>::default();

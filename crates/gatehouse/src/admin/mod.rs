@@ -20,29 +20,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use crate::reload::{ReloadError, Reloader};
 use view::{CoreSnapshot, CoreView, Operation};
 
-/// An endpoint's client-connection slots, to count connected clients.
-pub struct EndpointSlots {
-    pub name: String,
-    pub max: usize,
-    pub slots: Arc<Semaphore>,
-}
-
-impl EndpointSlots {
-    /// Client connections holding a slot now.
-    pub fn connected(&self) -> usize {
-        self.max.saturating_sub(self.slots.available_permits())
-    }
-}
-
 /// What the admin handlers read.
 pub struct AdminState {
     pub cores: Vec<Arc<dyn CoreView>>,
-    pub endpoints: Vec<EndpointSlots>,
+    /// The running endpoints, for their connected clients.
+    pub endpoints: Arc<crate::endpoints::Endpoints>,
     pub reloader: Arc<Reloader>,
     pub token: Option<zeroize::Zeroizing<String>>,
     /// Where idle sessions park, if parking is on.
@@ -206,8 +193,9 @@ async fn switchover(
 async fn stats(State(state): State<Arc<AdminState>>) -> Response {
     let clients: Vec<_> = state
         .endpoints
-        .iter()
-        .map(|e| serde_json::json!({ "endpoint": e.name, "connected": e.connected(), "max": e.max }))
+        .load()
+        .into_iter()
+        .map(|e| serde_json::json!({ "endpoint": e.name, "connected": e.connected, "max": e.max }))
         .collect();
     let engines: Vec<_> = state
         .cores

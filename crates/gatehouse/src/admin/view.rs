@@ -3,6 +3,7 @@
 //! [`CoreView`] erases the engine type so one admin server serves both.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -76,7 +77,7 @@ pub struct CoreSnapshot {
 pub trait CoreView: Send + Sync {
     fn snapshot(&self) -> CoreSnapshot;
     /// Takes a reloaded configuration (see [`Core::reload`]).
-    fn reload(&self, settings: &Settings) -> crate::core::ReloadReport;
+    fn reload(self: Arc<Self>, settings: &Arc<Settings>) -> crate::core::ReloadReport;
     /// An operator command (see [`crate::topology::operate`]); `None`
     /// when the cluster or endpoint it names is not this engine's.
     fn operate(&self, op: &Operation) -> Option<Result<(), String>>;
@@ -137,8 +138,11 @@ impl<E: Engine> CoreView for Core<E> {
         });
         let mut backends = Vec::new();
         let mut clusters = Vec::new();
-        for cluster in self.settings.clusters.iter().filter(|c| c.engine == E::KIND) {
-            if let Some(state) = self.topology.cluster(&cluster.name) {
+        let mut states = self.topology.all();
+        states.sort_by(|a, b| a.name.cmp(&b.name));
+        for state in states {
+            let cluster = &state;
+            {
                 let writer = state.writer();
                 for b in state.backends().iter() {
                     let h = b.health();
@@ -184,27 +188,20 @@ impl<E: Engine> CoreView for Core<E> {
         }
     }
 
-    fn reload(&self, settings: &Settings) -> crate::core::ReloadReport {
-        Core::reload(self, settings)
+    fn reload(self: Arc<Self>, settings: &Arc<Settings>) -> crate::core::ReloadReport {
+        Core::reload(&self, settings)
     }
 
     fn operate(&self, op: &Operation) -> Option<Result<(), String>> {
-        let cluster_of = |name: &str| {
-            self.settings
-                .clusters
-                .iter()
-                .any(|c| c.name == name && c.engine == E::KIND)
-                .then(|| self.topology.cluster(name).cloned())
-                .flatten()
-        };
+        let cluster_of = |name: &str| self.topology.cluster(name);
         match op {
             Operation::PauseCluster { cluster, paused } => {
                 cluster_of(cluster)?.set_paused(*paused);
                 Some(Ok(()))
             }
             Operation::PauseEndpoint { endpoint, paused } => {
-                let e = self
-                    .settings
+                let settings = self.settings();
+                let e = settings
                     .endpoints
                     .iter()
                     .find(|e| &e.name == endpoint && e.cluster.engine == E::KIND)?;
@@ -223,15 +220,9 @@ impl<E: Engine> CoreView for Core<E> {
     }
 
     fn switchover<'a>(&'a self, cluster: &'a str, target: &'a str) -> Option<Switching<'a>> {
-        let settings = self
-            .settings
-            .clusters
-            .iter()
-            .find(|c| c.name == cluster && c.engine == E::KIND)?
-            .clone();
-        let state = self.topology.cluster(cluster)?.clone();
+        let state = self.topology.cluster(cluster)?;
         Some(Box::pin(async move {
-            crate::topology::operate::switchover(self, &state, &settings, target)
+            crate::topology::operate::switchover(self, &state, target)
                 .await
                 .map_err(|e| e.to_string())
         }))

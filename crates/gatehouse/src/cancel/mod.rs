@@ -53,6 +53,9 @@ pub struct CancelSlot<T> {
     /// A cancel came while [`Self::waiting`].
     cancel_asked: AtomicBool,
     terminate: AtomicBool,
+    /// The session's endpoint was removed by a reload: it ends where a
+    /// shutdown would end it (between transactions), not at once.
+    closing: AtomicBool,
     /// The waker of the owning session's task while it waits idle or
     /// relays (see [`Self::poll_idle`]).
     idle: AtomicWaker,
@@ -76,6 +79,7 @@ impl<T> CancelSlot<T> {
             waiting: AtomicBool::new(false),
             cancel_asked: AtomicBool::new(false),
             terminate: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             idle: AtomicWaker::new(),
             park: AtomicU8::new(BUSY),
         }
@@ -147,6 +151,12 @@ impl<T> CancelSlot<T> {
         self.terminate.load(Ordering::Acquire)
     }
 
+    /// Whether the session should end as at shutdown (its endpoint was
+    /// removed; see [`CancelRegistry::close_endpoint`]).
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
     /// Completes once the session has been asked to end (at once if it
     /// already was). For the owning session only: the slot keeps one waker
     /// (the last poller's), so creating and dropping this costs no waiter.
@@ -173,6 +183,8 @@ struct Entry<T> {
     secret: u32,
     /// The tenant that owns the session, once known (see [`CancelKey::claim`]).
     owner: Option<Arc<str>>,
+    /// The endpoint the session came in through.
+    endpoint: Option<Arc<crate::config::EndpointSettings>>,
     slot: Arc<CancelSlot<T>>,
 }
 
@@ -222,8 +234,13 @@ impl<T> Drop for CancelKey<T> {
 }
 
 impl<T: Clone> CancelRegistry<T> {
-    /// Issues a fresh, unique key for a new session.
+    /// Issues a fresh, unique key for a new session (of no endpoint).
     pub fn register(self: &Arc<Self>) -> CancelKey<T> {
+        self.register_on(None)
+    }
+
+    /// Issues a fresh, unique key for a new session of `endpoint`.
+    pub fn register_on(self: &Arc<Self>, endpoint: Option<&Arc<crate::config::EndpointSettings>>) -> CancelKey<T> {
         let slot = Arc::new(CancelSlot::new());
         let secret = rand::random::<u32>();
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
@@ -238,6 +255,7 @@ impl<T: Clone> CancelRegistry<T> {
             Entry {
                 secret,
                 owner: None,
+                endpoint: endpoint.cloned(),
                 slot: slot.clone(),
             },
         );
@@ -309,6 +327,25 @@ impl<T: Clone> CancelRegistry<T> {
     /// it looks at the shutdown signal again.
     pub fn wake_idle(&self) {
         self.wake_idle_where(|_| true);
+    }
+
+    /// Asks every session of endpoint `name` (removed by a reload) to end
+    /// where a shutdown would end it, and wakes those waiting idle; returns
+    /// how many were asked.
+    pub fn close_endpoint(&self, name: &str) -> usize {
+        let picked: Vec<Arc<CancelSlot<T>>> = self
+            .map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|e| e.endpoint.as_ref().is_some_and(|ep| ep.name == name))
+            .map(|e| e.slot.clone())
+            .collect();
+        for slot in &picked {
+            slot.closing.store(true, Ordering::Release);
+            slot.wake_idle();
+        }
+        picked.len()
     }
 
     /// Runs one parking sweep (see [`CancelSlot::enter_idle`]): a session

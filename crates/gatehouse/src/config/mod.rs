@@ -2,6 +2,7 @@
 //! it into the immutable [`Settings`] snapshot the proxy runs on
 //! ([`validate`], [`model`]). Every problem is reported with its line.
 
+mod changes;
 mod clusters;
 mod credentials;
 mod directory;
@@ -12,6 +13,7 @@ pub mod validate;
 use std::fmt;
 use std::path::Path;
 
+pub use changes::{cluster_changes, endpoint_changed, restart_changes};
 pub use model::*;
 
 /// One thing wrong with a configuration, with the line it is on when known.

@@ -29,7 +29,7 @@ pub enum Woke {
 }
 
 /// Waits until the client's socket is readable, the session is terminated,
-/// shutdown begins (when `watch_shutdown`), `timeout` passes, or (when
+/// shutdown begins or the session's endpoint is removed (when `watch_shutdown`), `timeout` passes, or (when
 /// `parkable`) the parking sweep asks the session to park.
 pub async fn next_message<T>(
     stream: &ClientStream,
@@ -47,7 +47,7 @@ pub async fn next_message<T>(
         if slot.poll_idle(cx).is_ready() {
             return Poll::Ready(Woke::Terminated);
         }
-        if watch_shutdown && *shutdown.borrow() {
+        if watch_shutdown && (*shutdown.borrow() || slot.is_closing()) {
             return Poll::Ready(Woke::Shutdown);
         }
         if parkable && slot.park_requested() {
@@ -76,12 +76,13 @@ pub async fn next_message<T>(
     woke
 }
 
-/// Completes once shutdown has begun, for a session busy with something
-/// else in the same `select!` (the waker stays in `slot`).
+/// Completes once shutdown has begun (or the session's endpoint was
+/// removed), for a session busy with something else in the same `select!`
+/// (the waker stays in `slot`).
 pub async fn shutdown_begun<T>(slot: &CancelSlot<T>, shutdown: &watch::Receiver<bool>) {
     std::future::poll_fn(|cx| {
         let _ = slot.poll_idle(cx);
-        if *shutdown.borrow() {
+        if *shutdown.borrow() || slot.is_closing() {
             Poll::Ready(())
         } else {
             Poll::Pending

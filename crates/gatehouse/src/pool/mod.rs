@@ -9,7 +9,12 @@
 //! Besides each pool's own size, all pools on one backend share a
 //! [`BackendShare`]: at most `max_connections_percent` of the server's own
 //! `max_connections`, of which at most `max_idle_percent` idle.
+//!
+//! A reload changes the settings of pools in use ([`Pools::reconfigure`]):
+//! sizes grow at once and shrink as connections come back; a changed
+//! `init_query` replaces the connections as they come back.
 
+mod capacity;
 mod share;
 
 use std::collections::HashMap;
@@ -19,6 +24,9 @@ use std::time::Instant;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use arc_swap::ArcSwap;
+
+pub use self::capacity::Capacity;
 pub use self::share::BackendShare;
 use crate::cancel::CANCEL_SETTLE_LIMIT;
 use crate::config::{ClusterSettings, Secret};
@@ -54,9 +62,10 @@ pub struct Pool<E: Engine> {
     secret: Mutex<Arc<Secret>>,
     generation: AtomicU64,
     engine: Arc<E>,
-    cluster: Arc<ClusterSettings>,
+    /// The cluster's settings now (a reload swaps them).
+    cluster: ArcSwap<ClusterSettings>,
     share: Arc<BackendShare>,
-    permits: Arc<Semaphore>,
+    permits: Capacity,
     /// Leases outstanding on the pool's backend, across all its pools (the
     /// topology's count, which read-only routing balances on).
     backend_leases: Arc<AtomicUsize>,
@@ -76,7 +85,23 @@ impl<E: Engine> Pool<E> {
 
     /// Connections lent out now.
     pub fn leased_count(&self) -> usize {
-        self.cluster.pool_size as usize - self.permits.available_permits()
+        self.permits.in_use()
+    }
+
+    /// The pool's size now (`pool.size`, as last reloaded).
+    pub fn size(&self) -> usize {
+        self.permits.size()
+    }
+
+    /// Takes a reloaded cluster's settings: the size applies at once
+    /// (shrinking as connections come back), timeouts from the next lease;
+    /// with another `init_query`, connections are replaced as they come back.
+    fn reconfigure(&self, cluster: &Arc<ClusterSettings>) {
+        let old = self.cluster.swap(cluster.clone());
+        self.permits.resize(cluster.pool_size as usize);
+        if old.init_query != cluster.init_query {
+            self.retire();
+        }
     }
 
     fn generation(&self) -> u64 {
@@ -129,13 +154,14 @@ impl<E: Engine> Pool<E> {
     }
 
     fn expired(&self, p: &Pooled<E::Conn>, now: Instant) -> bool {
-        p.generation != self.generation()
-            || self
-                .cluster
-                .server_lifetime
-                .is_some_and(|l| now.duration_since(p.created) >= l)
-            || self
-                .cluster
+        if p.generation != self.generation() {
+            return true;
+        }
+        let cluster = self.cluster.load();
+        cluster
+            .server_lifetime
+            .is_some_and(|l| now.duration_since(p.created) >= l)
+            || cluster
                 .server_idle_timeout
                 .is_some_and(|t| now.duration_since(p.idle_since) >= t)
     }
@@ -143,7 +169,7 @@ impl<E: Engine> Pool<E> {
     /// Borrows a connection: an idle one if any, else a new one, waiting at
     /// most the borrow timeout for a free slot in this pool and on the backend.
     pub async fn lease(self: &Arc<Self>) -> Result<Lease<E>, ProxyError> {
-        let deadline = tokio::time::Instant::now() + self.cluster.borrow_timeout;
+        let deadline = tokio::time::Instant::now() + self.cluster.load().borrow_timeout;
         self.lease_until(deadline).await
     }
 
@@ -151,7 +177,7 @@ impl<E: Engine> Pool<E> {
     /// its sessions hold at once: a slot of the cap is taken first (within
     /// the same borrow timeout) and travels with the lease.
     pub async fn lease_for(self: &Arc<Self>, cap: Option<&TenantCap>) -> Result<Lease<E>, ProxyError> {
-        let deadline = tokio::time::Instant::now() + self.cluster.borrow_timeout;
+        let deadline = tokio::time::Instant::now() + self.cluster.load().borrow_timeout;
         let Some(cap) = cap else {
             return self.lease_until(deadline).await;
         };
@@ -184,7 +210,7 @@ impl<E: Engine> Pool<E> {
                 Condition::TooManyConnections,
                 format!(
                     "no backend connection became free within {:?} ({})",
-                    self.cluster.borrow_timeout,
+                    self.cluster.load().borrow_timeout,
                     limit()
                 ),
             )),
@@ -193,10 +219,12 @@ impl<E: Engine> Pool<E> {
 
     async fn lease_until(self: &Arc<Self>, deadline: tokio::time::Instant) -> Result<Lease<E>, ProxyError> {
         let permit = self
-            .wait_slot(&self.permits, deadline, || {
+            .wait_slot(self.permits.semaphore(), deadline, || {
                 format!(
                     "pool limit of {} connections for user \"{}\" on database \"{}\"",
-                    self.cluster.pool_size, self.key.user, self.key.database
+                    self.permits.size(),
+                    self.key.user,
+                    self.key.database
                 )
             })
             .await?;
@@ -209,16 +237,12 @@ impl<E: Engine> Pool<E> {
         let slot = self.share.acquire(deadline).await?;
         let generation = self.generation();
         let secret = self.secret.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let cluster = self.cluster.load_full();
         let mut conn = self
             .engine
-            .connect(
-                &self.key.backend,
-                &secret,
-                &self.key.database,
-                self.cluster.connect_timeout,
-            )
+            .connect(&self.key.backend, &secret, &self.key.database, cluster.connect_timeout)
             .await?;
-        if let Some(sql) = &self.cluster.init_query {
+        if let Some(sql) = &cluster.init_query {
             self.engine.initialize(&mut conn, sql).await?;
         }
         let pooled = Box::new(Pooled {
@@ -399,9 +423,9 @@ impl<E: Engine> Pools<E> {
             secret: Mutex::new(secret.clone()),
             generation: AtomicU64::new(0),
             engine: engine.clone(),
-            cluster: cluster.clone(),
+            cluster: ArcSwap::new(cluster.clone()),
             share,
-            permits: Arc::new(Semaphore::new(cluster.pool_size as usize)),
+            permits: Capacity::new(cluster.pool_size as usize),
             backend_leases: backend_leases.clone(),
             idle: Mutex::new(Vec::new()),
         });
@@ -441,6 +465,43 @@ impl<E: Engine> Pools<E> {
         if let Some(share) = share {
             share.learn_server_max(server_max);
         }
+    }
+
+    /// Applies a reloaded cluster's settings to its pools in use and to
+    /// its backends' shares (see [`Pool::reconfigure`],
+    /// [`BackendShare::reconfigure`]).
+    pub fn reconfigure(&self, cluster: &Arc<ClusterSettings>) {
+        for p in self.all().iter().filter(|p| p.key.cluster == cluster.name) {
+            p.reconfigure(cluster);
+        }
+        let shares: Vec<Arc<BackendShare>> = self
+            .shares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|((c, _), _)| *c == cluster.name)
+            .map(|(_, s)| s.clone())
+            .collect();
+        for s in shares {
+            s.reconfigure(cluster);
+        }
+    }
+
+    /// Retires every pool of `cluster` (removed, or replaced by a reload)
+    /// and forgets its backends' shares; returns how many idle connections
+    /// were closed.
+    pub fn retire_cluster(&self, cluster: &str) -> usize {
+        let closed = self
+            .all()
+            .iter()
+            .filter(|p| p.key.cluster == cluster)
+            .map(|p| p.retire())
+            .sum();
+        self.shares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(c, _), _| c != cluster);
+        closed
     }
 
     /// Retires every pool on `backend` of `cluster` (see [`Pool::retire`]);

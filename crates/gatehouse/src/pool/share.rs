@@ -2,11 +2,12 @@
 //! of the server's own `max_connections` (so the proxy never takes every
 //! slot the server has), and a cap on how many of them may sit idle.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 
+use super::Capacity;
 use crate::config::ClusterSettings;
 use crate::error::{Condition, ProxyError};
 
@@ -15,11 +16,12 @@ pub type MakeRoom = Box<dyn Fn() -> bool + Send + Sync>;
 
 pub struct BackendShare {
     backend: String,
-    max_connections_percent: u32,
-    max_idle_percent: u32,
+    max_connections_percent: AtomicU32,
+    max_idle_percent: AtomicU32,
     /// Set once the server's limit is known (a probe read it); until then,
     /// and without monitor credentials, only pool sizes limit connections.
-    slots: OnceLock<(Arc<Semaphore>, usize, u32)>,
+    /// With the server's `max_connections`.
+    slots: OnceLock<(Capacity, u32)>,
     max_idle: AtomicUsize,
     idle: AtomicUsize,
     make_room: MakeRoom,
@@ -29,8 +31,8 @@ impl BackendShare {
     pub fn new(cluster: &ClusterSettings, backend: &str, server_max: Option<u32>, make_room: MakeRoom) -> Self {
         let share = Self {
             backend: backend.to_owned(),
-            max_connections_percent: cluster.max_connections_percent,
-            max_idle_percent: cluster.max_idle_percent,
+            max_connections_percent: AtomicU32::new(cluster.max_connections_percent),
+            max_idle_percent: AtomicU32::new(cluster.max_idle_percent),
             slots: OnceLock::new(),
             max_idle: AtomicUsize::new(usize::MAX),
             idle: AtomicUsize::new(0),
@@ -46,25 +48,48 @@ impl BackendShare {
         if self.slots.get().is_some() {
             return;
         }
-        let cap = ((u64::from(m) * u64::from(self.max_connections_percent)) / 100).max(1) as usize;
-        let max_idle = ((u64::from(m) * u64::from(self.max_idle_percent)) / 100) as usize;
-        if self.slots.set((Arc::new(Semaphore::new(cap)), cap, m)).is_ok() {
+        let (cap, max_idle) = self.limits(m);
+        if self.slots.set((Capacity::new(cap), m)).is_ok() {
             self.max_idle.store(max_idle, Ordering::Relaxed);
             tracing::debug!(backend = %self.backend, server_max = m, cap, max_idle, "backend connection limit known");
         }
     }
 
+    /// The connection cap and idle cap for a server limit of `server_max`.
+    fn limits(&self, server_max: u32) -> (usize, usize) {
+        let pct = |p: &AtomicU32| u64::from(server_max) * u64::from(p.load(Ordering::Relaxed)) / 100;
+        (
+            pct(&self.max_connections_percent).max(1) as usize,
+            pct(&self.max_idle_percent) as usize,
+        )
+    }
+
+    /// Takes a reloaded cluster's percentages: the cap grows at once and
+    /// shrinks as connections close; the idle cap applies to connections
+    /// coming back from now on.
+    pub fn reconfigure(&self, cluster: &ClusterSettings) {
+        self.max_connections_percent
+            .store(cluster.max_connections_percent, Ordering::Relaxed);
+        self.max_idle_percent.store(cluster.max_idle_percent, Ordering::Relaxed);
+        if let Some((slots, m)) = self.slots.get() {
+            let (cap, max_idle) = self.limits(*m);
+            slots.resize(cap);
+            self.max_idle.store(max_idle, Ordering::Relaxed);
+        }
+    }
+
     /// The most connections the proxy opens to this backend, if limited.
     pub fn cap(&self) -> Option<usize> {
-        self.slots.get().map(|(_, c, _)| *c)
+        self.slots.get().map(|(c, _)| c.size())
     }
 
     /// A place for one more connection, closing an idle one of another pool
     /// if that makes room, else waiting until `deadline`.
     pub async fn acquire(&self, deadline: tokio::time::Instant) -> Result<Option<OwnedSemaphorePermit>, ProxyError> {
-        let Some((sem, cap, server_max)) = self.slots.get() else {
+        let Some((slots, server_max)) = self.slots.get() else {
             return Ok(None);
         };
+        let sem = slots.semaphore();
         loop {
             if let Ok(p) = sem.clone().try_acquire_owned() {
                 return Ok(Some(p));
@@ -78,7 +103,8 @@ impl BackendShare {
             _ => Err(ProxyError::new(
                 Condition::TooManyConnections,
                 format!(
-                    "backend connection limit reached: {cap} connections to {} (max_connections_percent of the server's max_connections = {server_max})",
+                    "backend connection limit reached: {} connections to {} (max_connections_percent of the server's max_connections = {server_max})",
+                    slots.size(),
                     self.backend
                 ),
             )),

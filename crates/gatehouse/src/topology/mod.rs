@@ -19,6 +19,7 @@
 
 pub mod monitor;
 pub mod operate;
+mod registry;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -28,10 +29,11 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use tokio::sync::{Notify, watch};
 
-use crate::config::{ClusterSettings, EndpointRole, EndpointSettings, ReaderFallback, Settings};
+use crate::config::{ClusterSettings, EndpointRole, EndpointSettings, ReaderFallback};
 use crate::engine::Probe;
 
 pub use self::monitor::{monitor, probe_once};
+pub use self::registry::Topology;
 
 /// Failover events kept per cluster for the admin API.
 pub const EVENTS_KEPT: usize = 64;
@@ -159,10 +161,11 @@ pub struct FailoverEvent {
 
 pub struct ClusterState {
     pub name: String,
+    /// The cluster's settings now (a reload swaps them; the monitor, the
+    /// router's hold and switchover read them from here).
+    settings: ArcSwap<ClusterSettings>,
     /// The backends now (a reload may add or remove some); read lock-free.
     backends: ArcSwap<Vec<Arc<BackendState>>>,
-    to_down: u32,
-    to_up: u32,
     /// The elected writer, if any; read lock-free.
     writer: ArcSwapOption<BackendState>,
     /// Serializes elections.
@@ -239,7 +242,7 @@ fn unix_seconds(t: SystemTime) -> f64 {
 }
 
 impl ClusterState {
-    fn new(c: &ClusterSettings) -> Self {
+    pub fn new(c: &Arc<ClusterSettings>) -> Self {
         let probed = c.monitor.is_some();
         let backends: Vec<Arc<BackendState>> = c
             .backends
@@ -257,9 +260,8 @@ impl ClusterState {
         let writer = (!probed).then(|| backends.first().cloned()).flatten();
         Self {
             name: c.name.clone(),
+            settings: ArcSwap::new(c.clone()),
             backends: ArcSwap::from_pointee(backends),
-            to_down: c.health_check_failures,
-            to_up: c.health_check_successes,
             writer: ArcSwapOption::new(writer),
             election: Mutex::new(Election::default()),
             version: watch::channel(0).0,
@@ -271,6 +273,18 @@ impl ClusterState {
             any_endpoint_paused: AtomicBool::new(false),
             paused_endpoints: Mutex::new(std::collections::HashSet::new()),
         }
+    }
+
+    /// The cluster's settings now.
+    pub fn settings(&self) -> Arc<ClusterSettings> {
+        self.settings.load_full()
+    }
+
+    /// Takes a reloaded cluster's settings (its backends go through
+    /// [`Self::set_backends`]).
+    pub fn set_settings(&self, c: &Arc<ClusterSettings>) {
+        self.settings.store(c.clone());
+        self.changed();
     }
 
     /// The elected writer, if any.
@@ -362,7 +376,11 @@ impl ClusterState {
 
     /// Records one probe of `b`; returns whether it went up or down.
     pub fn record(&self, b: &BackendState, result: Result<Probe, String>) -> bool {
-        let flipped = b.record(result, self.to_down, self.to_up);
+        let (to_down, to_up) = {
+            let c = self.settings.load();
+            (c.health_check_failures, c.health_check_successes)
+        };
+        let flipped = b.record(result, to_down, to_up);
         if flipped {
             self.changed();
         }
@@ -538,36 +556,6 @@ impl ClusterState {
             0
         };
         ties.get(turn).map(|b| (*b).clone())
-    }
-}
-
-pub struct Topology {
-    clusters: std::collections::HashMap<String, Arc<ClusterState>>,
-}
-
-impl Topology {
-    pub fn new(settings: &Settings) -> Self {
-        let clusters = settings
-            .clusters
-            .iter()
-            .map(|c| (c.name.clone(), Arc::new(ClusterState::new(c))))
-            .collect();
-        Self { clusters }
-    }
-
-    /// The server's own `max_connections`, when a probe has read it.
-    pub fn max_connections(&self, cluster: &str, backend: &str) -> Option<u32> {
-        self.clusters
-            .get(cluster)?
-            .backends()
-            .iter()
-            .find(|b| b.addr == backend)?
-            .health()
-            .max_connections
-    }
-
-    pub fn cluster(&self, name: &str) -> Option<&Arc<ClusterState>> {
-        self.clusters.get(name)
     }
 }
 

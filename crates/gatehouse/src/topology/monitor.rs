@@ -6,22 +6,26 @@
 //! nor looks healthy because its kept monitor connection is still open.
 //! After a round the writer is elected again, and the pools of a backend
 //! that went down are emptied, so no connection to it is handed out.
+//!
+//! The monitor reads its cluster's settings anew each round, so a reload
+//! changes its interval, timeout, thresholds and credentials in place; it
+//! stops once a reload removes or replaces its cluster.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::ClusterState;
-use crate::config::ClusterSettings;
 use crate::core::Core;
 use crate::engine::Engine;
 
 /// The soonest a round follows another when sessions keep asking for one.
 pub const MIN_ROUND_GAP: Duration = Duration::from_millis(50);
 
-/// Probes every backend of `cluster` once (concurrently), records the
+/// Probes every backend of `state` once (concurrently), records the
 /// results and elects the writer.
-pub async fn probe_once<E: Engine>(core: &Core<E>, cluster: &ClusterSettings) {
-    let (Some(secret), Some(state)) = (&cluster.monitor, core.topology.cluster(&cluster.name)) else {
+pub async fn probe_once<E: Engine>(core: &Core<E>, state: &ClusterState) {
+    let cluster = state.settings();
+    let Some(secret) = &cluster.monitor else {
         return;
     };
     let timeout = cluster.health_check_timeout;
@@ -73,23 +77,27 @@ fn elect<E: Engine>(core: &Core<E>, state: &ClusterState) {
     }
 }
 
-/// Probes `cluster` every health-check interval (or sooner when asked)
-/// until shutdown.
-pub async fn monitor<E: Engine>(core: Arc<Core<E>>, cluster: Arc<ClusterSettings>) {
-    if cluster.monitor.is_none() {
-        return;
-    }
-    let Some(state) = core.topology.cluster(&cluster.name).cloned() else {
-        return;
-    };
+/// Probes `state` every health-check interval (or sooner when asked; at
+/// once with `probe_first`) until shutdown, or until a reload removes or
+/// replaces the cluster, or leaves it without `monitor_secret`.
+pub async fn monitor<E: Engine>(core: Arc<Core<E>>, state: Arc<ClusterState>, probe_first: bool) {
     let mut shutdown = core.shutdown.clone();
+    let mut wait = !probe_first;
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep(cluster.health_check_interval) => {}
-            _ = state.probe_now.notified() => tokio::time::sleep(MIN_ROUND_GAP).await,
-            _ = shutdown.changed() => return,
+        let interval = state.settings().health_check_interval;
+        if wait {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = state.probe_now.notified() => tokio::time::sleep(MIN_ROUND_GAP).await,
+                _ = shutdown.changed() => return,
+            }
         }
-        probe_once(&core, &cluster).await;
+        wait = true;
+        if !core.topology.is_current(&state) || state.settings().monitor.is_none() {
+            tracing::debug!(cluster = %state.name, "monitor stopped: the cluster was reloaded without it");
+            return;
+        }
+        probe_once(&core, &state).await;
         core.pools.sweep();
     }
 }

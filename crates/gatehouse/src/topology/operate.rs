@@ -114,10 +114,10 @@ pub fn drain<E: Engine>(
 pub async fn switchover<E: Engine>(
     core: &Core<E>,
     cluster: &Arc<ClusterState>,
-    settings: &crate::config::ClusterSettings,
     target: &str,
 ) -> Result<String, OperateError> {
-    let command = settings
+    let command = cluster
+        .settings()
         .switchover_command
         .clone()
         .ok_or_else(|| OperateError::NoCommand(cluster.name.clone()))?;
@@ -126,7 +126,7 @@ pub async fn switchover<E: Engine>(
     }
     let old = cluster.writer().map(|w| w.addr.clone());
     cluster.set_paused(true);
-    let result = switch(core, cluster, settings, &command, target, old.as_deref()).await;
+    let result = switch(core, cluster, &command, target, old.as_deref()).await;
     cluster.set_paused(false);
     result
 }
@@ -134,7 +134,6 @@ pub async fn switchover<E: Engine>(
 async fn switch<E: Engine>(
     core: &Core<E>,
     cluster: &Arc<ClusterState>,
-    settings: &crate::config::ClusterSettings,
     command: &str,
     target: &str,
     old: Option<&str>,
@@ -162,7 +161,7 @@ async fn switch<E: Engine>(
     }
     let elected = tokio::time::timeout(SWITCHOVER_ELECT_LIMIT, async {
         loop {
-            super::monitor::probe_once(core, settings).await;
+            super::monitor::probe_once(core, cluster).await;
             if let Some(w) = cluster.writer()
                 && Some(w.addr.as_str()) != old
                 && w.health().role == Role::Writer

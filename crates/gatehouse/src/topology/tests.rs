@@ -2,6 +2,7 @@
 //! by hand.
 
 use super::*;
+use crate::config::Settings;
 
 /// Settings for one cluster of `n` backends named `b0`, `b1`, ... (probed:
 /// roles are discovered) with a read/write and a read-only endpoint.

@@ -9,6 +9,7 @@ mod kill;
 mod park;
 mod plugins;
 mod queries;
+mod reload;
 mod session;
 mod tokens;
 mod txn;
@@ -99,8 +100,14 @@ pub struct CliRun {
 /// endpoint "rw", tenant alice (native password), `proxy` added to its
 /// `[proxy]` section and `more` (TOML) after the endpoint.
 pub fn own_config(ctx: &Ctx, proxy: &str, more: &str) -> Result<gatehouse::config::Settings> {
+    let text = own_config_text(ctx, proxy, more)?;
+    gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))
+}
+
+/// The text [`own_config`] parses.
+pub fn own_config_text(ctx: &Ctx, proxy: &str, more: &str) -> Result<String> {
     let p = ctx.cluster.mysql_primary().context("no primary")?;
-    let text = format!(
+    Ok(format!(
         r#"
 [proxy]
 log_filter = "warn"
@@ -141,8 +148,7 @@ password = "{owner}"
         su = ctx.cluster.mysql_user(),
         su_pw = ctx.cluster.mysql_password(),
         owner = OWNER_PW,
-    );
-    gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))
+    ))
 }
 
 /// Runs the `mysql` command-line client (MariaDB's) against `endpoint` as
@@ -463,6 +469,7 @@ fn main() -> ExitCode {
     cases.extend(differential::cases());
     cases.extend(plugins::cases());
     cases.extend(park::cases());
+    cases.extend(reload::cases());
     trials::run(cases, setup, teardown)
 }
 

@@ -17,6 +17,7 @@ mod reload;
 mod scale;
 mod session;
 mod tokens;
+mod topology_reload;
 mod txn;
 
 use std::net::SocketAddr;
@@ -513,6 +514,7 @@ fn main() -> ExitCode {
     cases.extend(limits::cases());
     cases.extend(tokens::cases());
     cases.extend(reload::cases());
+    cases.extend(topology_reload::cases());
     cases.extend(scale::cases());
     cases.extend(abuse::cases());
     cases.extend(admin::cases());

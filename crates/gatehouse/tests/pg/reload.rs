@@ -77,7 +77,7 @@ fn reload_locked(ctx: &Ctx, edit: impl Fn(String) -> String) -> Result<gatehouse
     let text = edit(std::fs::read_to_string(&path)?);
     std::fs::write(&path, &text)?;
     let settings = gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))?;
-    Ok(ctx.core.reload(&settings))
+    Ok(ctx.core.reload(&Arc::new(settings)))
 }
 
 /// The port of the server answering `c` now.

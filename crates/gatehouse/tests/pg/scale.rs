@@ -55,7 +55,7 @@ fn enough_files(needed: u64) -> Result<()> {
 fn many_tenants(ctx: &Ctx) -> Result<()> {
     enough_files((CLIENTS * 2 + 500) as u64)?;
     let key = IssuingKey::hs256(b"gatehouse-test-shared-secret-0123456789", None)?;
-    let verifier = ctx.core.settings.tokens.clone().context("no verifier")?;
+    let verifier = ctx.core.settings().tokens.clone().context("no verifier")?;
     let verified_before = verifier.verifications();
     let now = unix_seconds(std::time::SystemTime::now());
     let tokens: Vec<String> = (0..TENANTS)

@@ -158,7 +158,7 @@ async fn one(client: &tokio_postgres::Client) -> Result<String> {
 
 fn accepted(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let verifier = ctx.core.settings.tokens.clone().context("no verifier")?;
+        let verifier = ctx.core.settings().tokens.clone().context("no verifier")?;
         for key in [hs256()?, es256(ctx)?, eddsa(ctx)?, rs256()?] {
             let t = token(&key, "tina", "app1", "tok", now())?;
             let c = connect_tls(ctx, "tok", "tina", &t, "app1")

@@ -26,7 +26,10 @@ impl Session {
     pub(super) fn use_database(&mut self, db: &str, alone: bool) {
         let free = alone && self.lease.is_none() && self.pinned.is_none();
         if free {
-            self.pool = self.core.pool_for_database(&self.endpoint, &self.pool, db);
+            // A cluster removed by a reload: the next lease says so.
+            if let Ok(pool) = self.core.pool_for_database(&self.endpoint, &self.pool, db) {
+                self.pool = pool;
+            }
         } else if self.pool.key().database != db {
             self.pin("database_changed");
             self.discard = true;

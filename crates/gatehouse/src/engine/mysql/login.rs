@@ -198,8 +198,9 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     let tls = phase.tls;
     let tenant = core.tenants.get(user);
     let database = response.database.clone().unwrap_or_default();
+    let settings = core.settings_arc();
     let check = Check {
-        settings: &core.settings,
+        settings: &settings,
         hashing: &core.hashing,
         mock_seed: &core.auth_mock_seed,
         tenant: tenant.as_ref(),

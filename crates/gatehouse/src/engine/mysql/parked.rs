@@ -74,7 +74,7 @@ impl Parked for Session {
     }
 
     fn signalled(&self) -> bool {
-        self.cancel.slot.is_terminated() || *self.core.shutdown.borrow()
+        self.cancel.slot.is_terminated() || self.cancel.slot.is_closing() || *self.core.shutdown.borrow()
     }
 
     fn resume(self: Box<Self>, runtime: &Handle, socket: std::net::TcpStream, timed_out: bool) {

@@ -94,12 +94,12 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         seq: 0,
         tls: false,
     });
-    let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
+    let deadline = tokio::time::Instant::now() + core.settings().proxy.login_timeout;
     let nonce = generate_nonce();
     // The handshake's connection id is the session's cancel key: a `KILL
     // [QUERY | CONNECTION] <id>` from the same tenant reaches it (and only
     // it; see [`super::kill`]).
-    let cancel = core.cancels.register();
+    let cancel = core.cancels.register_on(Some(&endpoint));
     let connection_id = cancel.id;
     let greeted = tokio::time::timeout_at(
         deadline,

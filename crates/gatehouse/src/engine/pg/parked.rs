@@ -96,7 +96,7 @@ impl Parked for ParkedLive {
     }
 
     fn signalled(&self) -> bool {
-        self.tx.cancel().slot.is_terminated() || *self.tx.core().shutdown.borrow()
+        self.tx.cancel().slot.is_terminated() || self.tx.cancel().slot.is_closing() || *self.tx.core().shutdown.borrow()
     }
 
     fn resume(self: Box<Self>, runtime: &Handle, socket: std::net::TcpStream, timed_out: bool) {

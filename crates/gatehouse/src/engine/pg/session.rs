@@ -78,7 +78,7 @@ async fn start(
         _admission,
         _drain,
     } = session;
-    let cancel = core.cancels.register();
+    let cancel = core.cancels.register_on(Some(&endpoint));
     let crate::router::Admitted {
         slot: _tenant_slot,
         cap,
@@ -111,7 +111,7 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
         admission,
         drain,
     } = client;
-    let deadline = tokio::time::Instant::now() + core.settings.proxy.login_timeout;
+    let deadline = tokio::time::Instant::now() + core.settings().proxy.login_timeout;
     let mut stream = Some(ClientStream::Plain(socket));
     let opening = match tokio::time::timeout_at(deadline, Box::pin(login::negotiate(&mut stream, &endpoint))).await {
         Ok(Ok(Some(o))) => o,
@@ -241,8 +241,9 @@ async fn admit(
     }
     let database = param("database").filter(|d| !d.is_empty()).unwrap_or(user).to_owned();
     let tenant = core.tenants.get(user);
+    let settings = core.settings_arc();
     let check = Check {
-        settings: &core.settings,
+        settings: &settings,
         hashing: &core.hashing,
         mock_seed: &core.auth_mock_seed,
         tenant: tenant.as_ref(),
@@ -393,8 +394,10 @@ async fn run_session(
         lease.release().await;
         return Ok(());
     }
-    let proxy = &core.settings.proxy;
-    let mut relay = Relay::new(proxy.max_message_bytes, proxy.client_message_timeout);
+    let mut relay = {
+        let proxy = &core.settings().proxy;
+        Relay::new(proxy.max_message_bytes, proxy.client_message_timeout)
+    };
     let mut shutdown = core.shutdown.clone();
     let end = relay.run(stream, lease.conn(), &mut shutdown).await;
     let target = cancel.slot.get();

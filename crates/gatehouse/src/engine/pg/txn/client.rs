@@ -90,7 +90,7 @@ impl TxSession {
     }
 
     pub(super) async fn client_messages(&mut self) -> Result<(), End> {
-        let max = self.core.settings.proxy.max_message_bytes;
+        let max = self.core.settings().proxy.max_message_bytes;
         // Most of what arrived goes on to the server: one allocation for it.
         self.to_backend.reserve(self.cbuf.len());
         loop {

@@ -318,7 +318,7 @@ impl TxSession {
         let core = self.core.clone();
         let shutdown = &core.shutdown;
         let mut closing = *shutdown.borrow();
-        let message_timeout = self.core.settings.proxy.client_message_timeout;
+        let message_timeout = self.core.settings().proxy.client_message_timeout;
         let mut first = true;
         loop {
             let idle = self.is_idle();

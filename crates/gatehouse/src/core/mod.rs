@@ -1,8 +1,13 @@
 //! The engine-agnostic state one proxy instance shares between its sessions:
 //! the configuration snapshot, pools, topology, cancel registry and abuse
 //! limits for one engine. Passed around as `Arc<Core<E>>`; nothing here is global.
+//! A reload swaps what it changes in place ([`reload`]).
+
+mod reload;
 
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use tokio::sync::watch;
 
@@ -12,15 +17,12 @@ use crate::engine::Engine;
 use crate::pool::Pools;
 use crate::topology::Topology;
 
-/// What a reload changed in one engine's core, and what it could not.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ReloadReport {
-    pub applied: Vec<String>,
-    pub not_applied: Vec<String>,
-}
+pub use self::reload::ReloadReport;
 
 pub struct Core<E: Engine> {
-    pub settings: Arc<Settings>,
+    /// The configuration now; a reload swaps it (sessions keep the
+    /// endpoint settings they were accepted with).
+    settings: ArcSwap<Settings>,
     /// Who may log in; replaced on reload (see [`Core::reload`]).
     pub tenants: crate::tenants::Tenants,
     pub engine: Arc<E>,
@@ -47,6 +49,27 @@ pub struct Core<E: Engine> {
 }
 
 impl<E: Engine> Core<E> {
+    /// Probes each cluster once (so the first clients find their writer),
+    /// then starts its monitor.
+    pub async fn start_monitors(self: &Arc<Self>) {
+        for state in self.topology.all() {
+            if state.settings().monitor.is_some() {
+                crate::topology::probe_once(self, &state).await;
+                tokio::spawn(crate::topology::monitor(self.clone(), state, false));
+            }
+        }
+    }
+
+    /// The configuration now, for a quick look (not to hold across an await).
+    pub fn settings(&self) -> arc_swap::Guard<Arc<Settings>> {
+        self.settings.load()
+    }
+
+    /// The configuration now, to hold.
+    pub fn settings_arc(&self) -> Arc<Settings> {
+        self.settings.load_full()
+    }
+
     /// A client-connection slot for `tenant`, or `None` when it is at its limit.
     pub fn tenant_slot(&self, tenant: &crate::config::Tenant) -> Option<Option<tokio::sync::OwnedSemaphorePermit>> {
         let Some(limit) = tenant.max_client_connections else {
@@ -88,75 +111,6 @@ impl<E: Engine> Core<E> {
         })
     }
 
-    /// Takes a reloaded configuration: tenants, backend credentials, and
-    /// each cluster's backends (added ones are probed at once and take
-    /// their share of new leases as soon as they answer; removed ones get
-    /// no new lease, and their connections close as their leases end).
-    /// What cannot change without a restart is listed, not applied.
-    pub fn reload(&self, settings: &Settings) -> ReloadReport {
-        self.tenants.replace(settings.tenants.clone());
-        self.limits.retain_tenants(|name| settings.tenants.contains_key(name));
-        // Pools in use take the new credentials of their own secret now
-        // (by its name: two secrets may share a backend user name, say one
-        // for a PostgreSQL and one for a MariaDB cluster): sessions that
-        // logged in before the reload keep working.
-        for pool in self.pools.all() {
-            if let Some(secret) = settings.secrets.get(&pool.secret_name())
-                && pool.rotate(secret)
-            {
-                tracing::info!(user = %pool.key().user, database = %pool.key().database, "backend credentials rotated");
-            }
-        }
-        let mut report = ReloadReport::default();
-        self.reload_topology(settings, &mut report);
-        tracing::info!(engine = E::NAME, tenants = settings.tenants.len(), applied = ?report.applied, not_applied = ?report.not_applied, "tenants, secrets and topology reloaded");
-        report
-    }
-
-    fn reload_topology(&self, settings: &Settings, report: &mut ReloadReport) {
-        let mine = |c: &&Arc<crate::config::ClusterSettings>| c.engine == E::KIND;
-        for new in settings.clusters.iter().filter(mine) {
-            let Some(old) = self.settings.clusters.iter().find(|c| c.name == new.name) else {
-                report
-                    .not_applied
-                    .push(format!("cluster \"{}\" added (needs a restart)", new.name));
-                continue;
-            };
-            if let Some(state) = self.topology.cluster(&new.name) {
-                let (added, removed) = state.set_backends(&new.backends, old.monitor.is_some(), &new.weights);
-                for a in &added {
-                    report
-                        .applied
-                        .push(format!("cluster \"{}\": backend {a} added", new.name));
-                }
-                for r in &removed {
-                    self.pools.retire_backend(&new.name, r);
-                    report
-                        .applied
-                        .push(format!("cluster \"{}\": backend {r} removed", new.name));
-                }
-                if !added.is_empty() {
-                    state.probe_now.notify_one();
-                }
-            }
-            for field in crate::config::cluster_changes(old, new) {
-                report
-                    .not_applied
-                    .push(format!("cluster \"{}\": {field} changed (needs a restart)", new.name));
-            }
-        }
-        for old in self.settings.clusters.iter().filter(mine) {
-            if !settings.clusters.iter().any(|c| c.name == old.name) {
-                report
-                    .not_applied
-                    .push(format!("cluster \"{}\" removed (needs a restart)", old.name));
-            }
-        }
-        for change in crate::config::endpoint_changes(&self.settings.endpoints, &settings.endpoints, E::KIND) {
-            report.not_applied.push(format!("{change} (needs a restart)"));
-        }
-    }
-
     /// The cap on `tenant`'s backend connections in use, if it has one.
     pub fn tenant_backend_cap(&self, tenant: &crate::config::Tenant) -> Option<crate::pool::TenantCap> {
         let limit = tenant.max_backend_connections?;
@@ -180,7 +134,7 @@ impl<E: Engine> Core<E> {
         shutdown: watch::Receiver<bool>,
         parking: Option<crate::park::ParkingLot>,
     ) -> Self {
-        let topology = Topology::new(&settings);
+        let topology = Topology::new(&settings, E::KIND);
         Self {
             tenants: crate::tenants::Tenants::new(settings.tenants.clone()),
             pools: Arc::new(Pools::new()),
@@ -194,7 +148,7 @@ impl<E: Engine> Core<E> {
             cancels: Arc::new(CancelRegistry::default()),
             stats: crate::stats::Stats::default(),
             engine: Arc::new(engine),
-            settings,
+            settings: ArcSwap::new(settings),
             auth_mock_seed: rand::random(),
             hashing: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, |n| n.get()),

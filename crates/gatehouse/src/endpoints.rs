@@ -1,0 +1,299 @@
+//! The endpoints' listeners while the proxy runs: one accept loop each,
+//! handing clients to the engine of the endpoint's cluster. A reload
+//! changes them in two steps, so that an error changes nothing:
+//! [`Endpoints::prepare`] binds what the new configuration adds (any
+//! failure refuses the whole reload), then [`Endpoints::commit`], after
+//! the cores took the rest of the configuration, starts the added
+//! endpoints, restarts the kept ones' accept loops with their new settings
+//! (clients accepted from then on get them; sessions keep theirs), and
+//! stops the removed ones: their listener closes at once, and their
+//! sessions end as at shutdown, each between two transactions.
+//!
+//! A listener is kept, not bound again, when an endpoint keeps its address;
+//! an address an endpoint gives up can be taken by another in the same
+//! reload (its socket passes over, so no client sees it closed).
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::app::{AppError, DrainGuard};
+use crate::config::{EndpointSettings, EngineKind, Settings};
+use crate::core::Core;
+use crate::engine::mysql::MyEngine;
+use crate::engine::pg::PgEngine;
+use crate::engine::{ClientConn, Serve};
+use crate::pool::Capacity;
+
+/// A running endpoint.
+struct Running {
+    settings: Arc<EndpointSettings>,
+    listener: Arc<TcpListener>,
+    addr: SocketAddr,
+    /// Client connections (`max_client_connections`; resized by a reload).
+    slots: Arc<Capacity>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Running {
+    fn stop_accepting(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+/// An endpoint's connected clients, for the admin API and metrics.
+pub struct EndpointLoad {
+    pub name: String,
+    pub connected: usize,
+    pub max: usize,
+}
+
+/// Listeners a reload bound ahead of applying anything.
+pub struct Prepared {
+    bound: Vec<(String, Arc<TcpListener>, SocketAddr)>,
+}
+
+pub struct Endpoints {
+    pg: Arc<Core<PgEngine>>,
+    mysql: Arc<Core<MyEngine>>,
+    running: Mutex<Vec<Running>>,
+    /// Held while accept loops may start; `None` before [`Self::start`]
+    /// and after [`Self::stop`].
+    drain: Mutex<Option<DrainGuard>>,
+}
+
+async fn bind(e: &EndpointSettings) -> Result<(Arc<TcpListener>, SocketAddr), AppError> {
+    let err = |source| AppError::Bind {
+        endpoint: e.name.clone(),
+        addr: e.listen,
+        source,
+    };
+    let listener = TcpListener::bind(e.listen).await.map_err(err)?;
+    let addr = listener.local_addr().map_err(err)?;
+    Ok((Arc::new(listener), addr))
+}
+
+impl Endpoints {
+    /// Binds every endpoint of `settings` (port 0 picks a free port).
+    pub async fn bind(
+        settings: &Settings,
+        pg: Arc<Core<PgEngine>>,
+        mysql: Arc<Core<MyEngine>>,
+    ) -> Result<Self, AppError> {
+        let mut running = Vec::new();
+        for e in &settings.endpoints {
+            let (listener, addr) = bind(e).await?;
+            running.push(Running {
+                settings: e.clone(),
+                listener,
+                addr,
+                slots: Arc::new(Capacity::new(e.max_client_connections as usize)),
+                task: None,
+            });
+        }
+        Ok(Self {
+            pg,
+            mysql,
+            running: Mutex::new(running),
+            drain: Mutex::new(None),
+        })
+    }
+
+    /// Starts accepting on every endpoint; sessions hold `drain`.
+    pub fn start(&self, drain: DrainGuard) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        for r in running.iter_mut() {
+            tracing::info!(endpoint = %r.settings.name, addr = %r.addr, cluster = %r.settings.cluster.name, role = ?r.settings.role, "listening");
+            r.task = Some(self.spawn(r, drain.clone()));
+        }
+        *self.drain.lock().unwrap_or_else(PoisonError::into_inner) = Some(drain);
+    }
+
+    /// Stops accepting everywhere (shutdown).
+    pub fn stop(&self) {
+        self.drain.lock().unwrap_or_else(PoisonError::into_inner).take();
+        for r in self.running.lock().unwrap_or_else(PoisonError::into_inner).iter_mut() {
+            r.stop_accepting();
+        }
+    }
+
+    fn spawn(&self, r: &Running, drain: DrainGuard) -> JoinHandle<()> {
+        let (endpoint, listener, slots) = (r.settings.clone(), r.listener.clone(), r.slots.clone());
+        match r.settings.cluster.engine {
+            EngineKind::Postgres => tokio::spawn(accept_loop(self.pg.clone(), endpoint, listener, slots, drain)),
+            EngineKind::Mysql => tokio::spawn(accept_loop(self.mysql.clone(), endpoint, listener, slots, drain)),
+        }
+    }
+
+    /// The address an endpoint listens on now.
+    pub fn local_addr(&self, endpoint: &str) -> Option<SocketAddr> {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|r| r.settings.name == endpoint)
+            .map(|r| r.addr)
+    }
+
+    /// Each endpoint's connected clients.
+    pub fn load(&self) -> Vec<EndpointLoad> {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|r| EndpointLoad {
+                name: r.settings.name.clone(),
+                connected: r.slots.in_use(),
+                max: r.slots.size(),
+            })
+            .collect()
+    }
+
+    /// The running listener `new` can keep or take over: its own (same
+    /// name, same configured address), or one whose endpoint gives its
+    /// fixed address up in `settings`.
+    fn reusable<'a>(running: &'a [Running], settings: &Settings, new: &EndpointSettings) -> Option<&'a Running> {
+        if let Some(r) = running
+            .iter()
+            .find(|r| r.settings.name == new.name && r.settings.listen == new.listen)
+        {
+            return Some(r);
+        }
+        if new.listen.port() == 0 {
+            return None;
+        }
+        running.iter().find(|r| {
+            r.settings.listen == new.listen
+                && !settings
+                    .endpoints
+                    .iter()
+                    .any(|e| e.name == r.settings.name && e.listen == r.settings.listen)
+        })
+    }
+
+    /// Binds the listeners `settings` adds; an address that cannot be
+    /// bound refuses the reload (the listeners bound so far close again).
+    pub async fn prepare(&self, settings: &Settings) -> Result<Prepared, AppError> {
+        let wanted: Vec<Arc<EndpointSettings>> = {
+            let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+            settings
+                .endpoints
+                .iter()
+                .filter(|e| Self::reusable(&running, settings, e).is_none())
+                .cloned()
+                .collect()
+        };
+        let mut bound = Vec::new();
+        for e in wanted {
+            let (listener, addr) = bind(&e).await?;
+            bound.push((e.name.clone(), listener, addr));
+        }
+        Ok(Prepared { bound })
+    }
+
+    /// Switches to the endpoints of `settings` (see the module comment);
+    /// returns what changed. Runs after [`Self::prepare`] in the same reload.
+    pub fn commit(&self, settings: &Settings, mut prepared: Prepared) -> Vec<String> {
+        let mut applied = Vec::new();
+        let drain = self.drain.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next = Vec::with_capacity(settings.endpoints.len());
+        for e in &settings.endpoints {
+            let (listener, addr) = match prepared.bound.iter().position(|(n, _, _)| *n == e.name) {
+                Some(i) => {
+                    let (_, l, a) = prepared.bound.swap_remove(i);
+                    (l, a)
+                }
+                None => match Self::reusable(&running, settings, e) {
+                    Some(r) => (r.listener.clone(), r.addr),
+                    // Not prepared for: cannot happen within one reload.
+                    None => continue,
+                },
+            };
+            let before = running.iter().find(|r| r.settings.name == e.name);
+            let slots = match before {
+                Some(b) => {
+                    b.slots.resize(e.max_client_connections as usize);
+                    b.slots.clone()
+                }
+                None => Arc::new(Capacity::new(e.max_client_connections as usize)),
+            };
+            match before {
+                None => applied.push(format!("endpoint \"{}\" added, listening on {addr}", e.name)),
+                Some(b) if b.addr != addr => applied.push(format!("endpoint \"{}\" moved to {addr}", e.name)),
+                Some(b) if crate::config::endpoint_changed(&b.settings, e) => {
+                    applied.push(format!(
+                        "endpoint \"{}\" changed (for clients connecting from now on)",
+                        e.name
+                    ));
+                }
+                Some(_) => {}
+            }
+            next.push(Running {
+                settings: e.clone(),
+                listener,
+                addr,
+                slots,
+                task: None,
+            });
+        }
+        // Every old accept loop stops before a new one starts on its socket.
+        for r in running.iter_mut() {
+            r.stop_accepting();
+        }
+        for r in running.iter() {
+            if !settings.endpoints.iter().any(|e| e.name == r.settings.name) {
+                let closing = match r.settings.cluster.engine {
+                    EngineKind::Postgres => self.pg.cancels.close_endpoint(&r.settings.name),
+                    EngineKind::Mysql => self.mysql.cancels.close_endpoint(&r.settings.name),
+                };
+                tracing::info!(endpoint = %r.settings.name, closing, "endpoint removed: listener closed, its sessions end between transactions");
+                applied.push(format!(
+                    "endpoint \"{}\" removed: listener closed, {closing} sessions end between transactions",
+                    r.settings.name
+                ));
+            }
+        }
+        if let Some(drain) = drain {
+            for r in next.iter_mut() {
+                r.task = Some(self.spawn(r, drain.clone()));
+            }
+        }
+        *running = next;
+        applied
+    }
+}
+
+async fn accept_loop<E: Serve>(
+    core: Arc<Core<E>>,
+    endpoint: Arc<EndpointSettings>,
+    listener: Arc<TcpListener>,
+    slots: Arc<Capacity>,
+    drain: DrainGuard,
+) {
+    loop {
+        match listener.accept().await {
+            Ok((socket, peer)) => {
+                let _ = socket.set_nodelay(true);
+                core.stats.record_accept();
+                let client = ClientConn {
+                    socket,
+                    peer,
+                    endpoint: endpoint.clone(),
+                    admission: slots.semaphore().clone().try_acquire_owned().ok(),
+                    drain: drain.clone(),
+                };
+                tokio::spawn(E::serve(core.clone(), client));
+            }
+            Err(e) => {
+                // Out of file descriptors and similar: back off briefly.
+                tracing::warn!(endpoint = %endpoint.name, error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
