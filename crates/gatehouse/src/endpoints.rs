@@ -248,8 +248,8 @@ impl Endpoints {
         for r in running.iter() {
             if !settings.endpoints.iter().any(|e| e.name == r.settings.name) {
                 let closing = match r.settings.cluster.engine {
-                    EngineKind::Postgres => self.pg.cancels.close_endpoint(&r.settings.name),
-                    EngineKind::Mysql => self.mysql.cancels.close_endpoint(&r.settings.name),
+                    EngineKind::Postgres => self.pg.cancels.close_endpoint(&r.settings),
+                    EngineKind::Mysql => self.mysql.cancels.close_endpoint(&r.settings),
                 };
                 tracing::info!(endpoint = %r.settings.name, closing, "endpoint removed: listener closed, its sessions end between transactions");
                 applied.push(format!(

@@ -190,12 +190,16 @@ struct Entry<T> {
 
 pub struct CancelRegistry<T> {
     map: Mutex<HashMap<u32, Entry<T>>>,
+    /// Endpoints a reload removed, as their accept loops knew them: a
+    /// client accepted just before, still logging in, registers closing.
+    closed: Mutex<Vec<std::sync::Weak<crate::config::EndpointSettings>>>,
 }
 
 impl<T> Default for CancelRegistry<T> {
     fn default() -> Self {
         Self {
             map: Mutex::new(HashMap::new()),
+            closed: Mutex::new(Vec::new()),
         }
     }
 }
@@ -242,6 +246,16 @@ impl<T: Clone> CancelRegistry<T> {
     /// Issues a fresh, unique key for a new session of `endpoint`.
     pub fn register_on(self: &Arc<Self>, endpoint: Option<&Arc<crate::config::EndpointSettings>>) -> CancelKey<T> {
         let slot = Arc::new(CancelSlot::new());
+        if let Some(e) = endpoint
+            && self
+                .closed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(e)))
+        {
+            slot.closing.store(true, Ordering::Release);
+        }
         let secret = rand::random::<u32>();
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         let id = loop {
@@ -329,10 +343,17 @@ impl<T: Clone> CancelRegistry<T> {
         self.wake_idle_where(|_| true);
     }
 
-    /// Asks every session of endpoint `name` (removed by a reload) to end
-    /// where a shutdown would end it, and wakes those waiting idle; returns
-    /// how many were asked.
-    pub fn close_endpoint(&self, name: &str) -> usize {
+    /// Asks every session of `endpoint` (removed by a reload; any session
+    /// of its name) to end where a shutdown would end it, and wakes those
+    /// waiting idle; clients of it still logging in will be asked when they
+    /// register. Returns how many were asked.
+    pub fn close_endpoint(&self, endpoint: &Arc<crate::config::EndpointSettings>) -> usize {
+        {
+            let mut closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
+            closed.retain(|c| c.strong_count() > 0);
+            closed.push(Arc::downgrade(endpoint));
+        }
+        let name = endpoint.name.as_str();
         let picked: Vec<Arc<CancelSlot<T>>> = self
             .map
             .lock()
@@ -382,175 +403,4 @@ impl<T: Clone> CancelRegistry<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    /// A target as the engines' are: a name, and its connection's flight.
-    #[derive(Clone, Debug)]
-    struct Target(&'static str, Arc<CancelFlight>);
-
-    impl CancelTarget for Target {
-        fn flight(&self) -> &Arc<CancelFlight> {
-            &self.1
-        }
-    }
-
-    fn target(name: &'static str) -> Target {
-        Target(name, Arc::default())
-    }
-
-    fn name(c: Option<Claimed<Target>>) -> Option<&'static str> {
-        c.map(|c| c.target.0)
-    }
-
-    #[test]
-    fn lookup_needs_the_right_secret_and_a_target() {
-        let reg = Arc::new(CancelRegistry::<Target>::default());
-        let a = reg.register();
-        let b = reg.register();
-        assert_ne!(a.id, b.id);
-        assert_eq!(
-            name(reg.lookup(a.id, a.secret)),
-            None,
-            "idle session has nothing to cancel"
-        );
-        a.slot.set(Some(target("backend-a")));
-        b.slot.set(Some(target("backend-b")));
-        assert_eq!(name(reg.lookup(a.id, a.secret)), Some("backend-a"));
-        assert_eq!(name(reg.lookup(a.id, a.secret ^ 1)), None);
-        assert_eq!(name(reg.lookup(b.id, b.secret)), Some("backend-b"));
-        drop(a);
-        assert_eq!(reg.len(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_cancel_stops_a_wait_for_a_connection() {
-        let reg = Arc::new(CancelRegistry::<Target>::default());
-        let a = reg.register();
-        let slot = a.slot.clone();
-        let waiting = tokio::spawn(async move { slot.unless_cancelled(std::future::pending::<()>()).await });
-        while !a.slot.waiting.load(Ordering::Acquire) {
-            tokio::task::yield_now().await;
-        }
-        assert!(reg.lookup(a.id, a.secret).is_none(), "no backend query to reach");
-        reg.wake_cancelled(a.id);
-        let ended = tokio::time::timeout(Duration::from_secs(5), waiting).await;
-        assert_eq!(ended.expect("the wait went on").expect("task"), LeaseWait::Cancelled);
-        // The next wait is not cancelled by the old request; one that
-        // completes gives its result, and its target is published.
-        assert_eq!(a.slot.unless_cancelled(async { 7 }).await, LeaseWait::Done(7));
-        assert!(a.slot.publish(Some(target("backend-a"))));
-        assert!(a.slot.get().is_some());
-        a.slot.set(None);
-        // A cancel after the wait ended but before the target is published
-        // still counts.
-        assert_eq!(a.slot.unless_cancelled(async { 8 }).await, LeaseWait::Done(8));
-        assert!(reg.lookup(a.id, a.secret).is_none());
-        assert!(!a.slot.publish(Some(target("backend-a"))), "the cancel was lost");
-        assert!(a.slot.get().is_none());
-        // A cancel with nothing waiting and no target is dropped.
-        assert!(reg.lookup(a.id, a.secret).is_none());
-        assert_eq!(a.slot.unless_cancelled(async { 9 }).await, LeaseWait::Done(9));
-        assert!(a.slot.publish(None));
-    }
-
-    #[test]
-    fn owned_keys_reach_only_their_tenant() {
-        let reg = Arc::new(CancelRegistry::<Target>::default());
-        let a = reg.register();
-        let owned = |id, owner| reg.lookup_owned(id, owner).map(name);
-        assert_eq!(owned(a.id, "t1"), None, "not claimed yet");
-        a.claim("t1");
-        assert_eq!(owned(a.id, "t1"), Some(None), "idle: nothing to cancel");
-        a.slot.set(Some(target("backend-a")));
-        assert_eq!(owned(a.id, "t1"), Some(Some("backend-a")));
-        assert_eq!(owned(a.id, "t2"), None, "another tenant sees no session");
-        assert_eq!(owned(a.id ^ 1, "t1"), None);
-    }
-
-    #[tokio::test]
-    async fn a_looked_up_cancel_is_in_flight_until_dropped() {
-        let reg = Arc::new(CancelRegistry::<Target>::default());
-        let a = reg.register();
-        let t = target("backend-a");
-        let flight = t.1.clone();
-        a.slot.set(Some(t));
-        let claimed = reg.lookup(a.id, a.secret).expect("a target");
-        // The session lets go of its connection: the cancel is still counted.
-        a.slot.set(None);
-        assert!(!flight.idle());
-        assert!(
-            !flight.settled(Duration::from_millis(20)).await,
-            "settled with a cancel in flight"
-        );
-        let waiter = tokio::spawn({
-            let flight = flight.clone();
-            async move { flight.settled(Duration::from_secs(5)).await }
-        });
-        tokio::task::yield_now().await;
-        drop(claimed);
-        assert!(waiter.await.expect("waiter"), "delivery did not wake the waiter");
-        assert!(flight.idle());
-        assert!(reg.lookup(a.id, a.secret).is_none(), "nothing to cancel once let go");
-    }
-
-    #[test]
-    fn terminate_reaches_only_the_tenants_session() {
-        let reg = Arc::new(CancelRegistry::<Target>::default());
-        let a = reg.register();
-        let b = reg.register();
-        assert!(!reg.terminate_owned(a.id, "t1"), "not claimed yet");
-        a.claim("t1");
-        b.claim("t2");
-        assert!(!reg.terminate_owned(a.id, "t2"), "another tenant's session");
-        assert!(!reg.terminate_owned(a.id ^ 1, "t1"));
-        assert!(!a.slot.is_terminated());
-        assert!(reg.terminate_owned(a.id, "t1"));
-        assert!(a.slot.is_terminated());
-        assert!(!b.slot.is_terminated());
-    }
-
-    #[test]
-    fn two_sweeps_of_idleness_ask_a_session_to_park() {
-        let reg = Arc::new(CancelRegistry::<Target>::default());
-        let a = reg.register();
-        let b = reg.register();
-        reg.ask_idle_to_park();
-        assert!(!a.slot.park_requested(), "busy sessions are left alone");
-        a.slot.enter_idle();
-        reg.ask_idle_to_park();
-        assert!(!a.slot.park_requested(), "one sweep is not enough");
-        b.slot.enter_idle();
-        reg.ask_idle_to_park();
-        assert!(a.slot.park_requested());
-        assert!(!b.slot.park_requested(), "b went idle after the first sweep");
-        b.slot.leave_idle();
-        b.slot.enter_idle();
-        reg.ask_idle_to_park();
-        assert!(!b.slot.park_requested(), "activity restarts the count");
-        a.slot.leave_idle();
-        assert!(!a.slot.park_requested());
-    }
-
-    #[tokio::test]
-    async fn terminated_wakes_a_waiting_session_and_answers_a_late_one() {
-        let reg = Arc::new(CancelRegistry::<Target>::default());
-        let a = reg.register();
-        a.claim("t1");
-        let slot = a.slot.clone();
-        let waiter = tokio::spawn(async move { slot.terminated().await });
-        tokio::task::yield_now().await;
-        assert!(!waiter.is_finished());
-        assert!(reg.terminate_owned(a.id, "t1"));
-        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
-            .await
-            .expect("the waiting session was not woken")
-            .expect("waiter panicked");
-        // Asked before it waits: answered at once.
-        tokio::time::timeout(std::time::Duration::from_secs(5), a.slot.terminated())
-            .await
-            .expect("a late waiter missed the signal");
-    }
-}
+mod tests;

@@ -90,7 +90,8 @@ impl Own {
 }
 
 /// A cluster "late" over the test cluster's primary and replica, with a
-/// pool of `size`, and its endpoint "late_rw" on `port`.
+/// pool of `size`, its endpoint "late_rw" on `port`, and a session-mode
+/// endpoint "late_s".
 fn late(ctx: &Ctx, size: u32, port: u16) -> Result<String> {
     let primary = ctx.cluster.pg_primary().context("no primary")?;
     let replica = ctx.cluster.pg_replicas().first().cloned().context("no replica")?;
@@ -109,6 +110,13 @@ name = "late_rw"
 listen = "127.0.0.1:{port}"
 cluster = "late"
 role = "read_write"
+
+[[endpoints]]
+name = "late_s"
+listen = "127.0.0.1:0"
+cluster = "late"
+role = "read_write"
+pool_mode = "session"
 "#,
         primary.addr(),
         replica.addr()
@@ -141,6 +149,9 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
         ensure!(said("endpoint \"late_rw\" added"), "{outcome:?}");
         ensure!(own.addr("late_rw")?.port() == port);
         let c = connect(own.addr("late_rw")?).await?;
+        let s = connect(own.addr("late_s")?).await?;
+        let one: i32 = s.query_one("SELECT 1", &[]).await?.get(0);
+        ensure!(one == 1);
         let server: i32 = c.query_one("SELECT inet_server_port()", &[]).await?.get(0);
         ensure!(server == i32::from(primary.port), "late_rw reached {server}");
         let view = own.core.topology.cluster("late").context("late not listed")?;
@@ -149,9 +160,9 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
             "the new cluster elected no writer"
         );
 
-        // The pool in use grows from 2 to 5: five transactions at once get
-        // five backend connections.
-        let outcome = own.reload_with(&late(ctx, 5, port)?).await?;
+        // The pool in use grows from 2 to 6: the session-mode client holds
+        // one, and five transactions at once get five more.
+        let outcome = own.reload_with(&late(ctx, 6, port)?).await?;
         ensure!(
             outcome
                 .applied
@@ -168,7 +179,7 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
             .map(|p| p.size())
             .collect();
         ensure!(
-            !sizes.is_empty() && sizes.iter().all(|s| *s == 5),
+            !sizes.is_empty() && sizes.iter().all(|s| *s == 6),
             "pool sizes {sizes:?}"
         );
         let mut clients = Vec::new();
@@ -190,8 +201,9 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
             pids.len()
         );
 
-        // Removed: the reload says so, the address refuses, the endpoint's
-        // idle sessions are closed, other endpoints' sessions go on.
+        // Removed: the reload says so, the address refuses, the endpoints'
+        // idle sessions (transaction and session mode) are closed, other
+        // endpoints' sessions go on.
         let outcome = own.reload_with("").await?;
         let said = |what: &str| outcome.applied.iter().any(|a| a.contains(what));
         ensure!(said("endpoint \"late_rw\" removed"), "{outcome:?}");
@@ -200,10 +212,12 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
         let refused = tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
         ensure!(refused.is_err(), "the removed endpoint still accepts connections");
         let started = Instant::now();
-        while !c.is_closed() {
+        while !c.is_closed() || !s.is_closed() {
             ensure!(
                 started.elapsed() < Duration::from_secs(5),
-                "an idle session of the removed endpoint was not closed"
+                "an idle session of a removed endpoint was not closed (transaction mode: {}, session mode: {})",
+                c.is_closed(),
+                s.is_closed()
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -12,7 +12,8 @@ use gatehouse_proto_pg::messages;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
-use super::backend::PgConn;
+use super::backend::{PgCancelTarget, PgConn};
+use crate::cancel::CancelSlot;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
 
@@ -129,9 +130,11 @@ impl Relay {
         &mut self,
         client: &mut ClientStream,
         backend: &mut PgConn,
-        shutdown: &mut watch::Receiver<bool>,
+        slot: &CancelSlot<PgCancelTarget>,
+        shutdown: &watch::Receiver<bool>,
     ) -> End {
-        let mut closing = *shutdown.borrow();
+        // Shutdown, or a reload that removed the endpoint.
+        let mut closing = *shutdown.borrow() || slot.is_closing();
         // Bytes the backend sent before the relay started belong to the client.
         self.bbuf.extend_from_slice(&backend.buf.split());
         loop {
@@ -149,7 +152,7 @@ impl Relay {
             let event = tokio::select! {
                 r = read_client(client, &mut self.cbuf, mid.then_some(timeout)) => Event::Client(r),
                 r = backend.stream.read_buf(&mut self.bbuf) => Event::Backend(r),
-                _ = shutdown.changed(), if !closing => Event::Shutdown,
+                () = crate::engine::idle::shutdown_begun(slot, shutdown), if !closing => Event::Shutdown,
             };
             match event {
                 Event::Client(None) => {

@@ -398,8 +398,7 @@ async fn run_session(
         let proxy = &core.settings().proxy;
         Relay::new(proxy.max_message_bytes, proxy.client_message_timeout)
     };
-    let mut shutdown = core.shutdown.clone();
-    let end = relay.run(stream, lease.conn(), &mut shutdown).await;
+    let end = relay.run(stream, lease.conn(), &cancel.slot, &core.shutdown).await;
     let target = cancel.slot.get();
     cancel.slot.set(None);
     if let End::BackendGone(detail) = &end {
