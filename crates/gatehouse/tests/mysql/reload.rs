@@ -92,8 +92,8 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
             let server: Option<u16> = c.query_first("SELECT @@port").await?;
             ensure!(server == Some(primary.port), "late_rw reached {server:?}");
 
-            // The pool in use grows from 2 to 4: four transactions at once
-            // get four backend connections.
+            // The pool in use grows from 2 to 4: four transactions open at
+            // once get four backend connections.
             let outcome = reload_with(late(ctx, 4, port)?).await?;
             ensure!(
                 outcome
@@ -106,9 +106,18 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
             for _ in 0..4 {
                 clients.push(mysql_async::Conn::new(opts(late_addr)).await?);
             }
-            let ids = futures_util::future::try_join_all(clients.iter_mut().map(|c| async move {
-                let id: Option<(u64, i64)> = c.query_first("SELECT CONNECTION_ID(), SLEEP(0.5)").await?;
-                anyhow::Ok(id.map(|(id, _)| id))
+            // Each holds its transaction open until all four have their
+            // connection: with the old size the third could not get one.
+            let all_in = std::sync::Arc::new(tokio::sync::Barrier::new(clients.len()));
+            let ids = futures_util::future::try_join_all(clients.iter_mut().map(|c| {
+                let all_in = all_in.clone();
+                async move {
+                    c.query_drop("START TRANSACTION").await?;
+                    let id: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await?;
+                    all_in.wait().await;
+                    c.query_drop("COMMIT").await?;
+                    anyhow::Ok(id)
+                }
             }))
             .await?;
             let mut ids: Vec<u64> = ids.into_iter().flatten().collect();

@@ -161,7 +161,7 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
         );
 
         // The pool in use grows from 2 to 6: the session-mode client holds
-        // one, and five transactions at once get five more.
+        // one, and five transactions open at once get five more.
         let outcome = own.reload_with(&late(ctx, 6, port)?).await?;
         ensure!(
             outcome
@@ -186,13 +186,21 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
         for _ in 0..5 {
             clients.push(connect(own.addr("late_rw")?).await?);
         }
-        let pids = futures_util::future::try_join_all(
-            clients
-                .iter()
-                .map(|c| c.query_one("SELECT pg_backend_pid(), pg_sleep(0.5)::text", &[])),
-        )
+        // Each holds its transaction open until all five have their
+        // connection: with the old size the fifth could not get one.
+        let all_in = Arc::new(tokio::sync::Barrier::new(clients.len()));
+        let pids = futures_util::future::try_join_all(clients.iter().map(|c| {
+            let all_in = all_in.clone();
+            async move {
+                c.batch_execute("BEGIN").await?;
+                let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+                all_in.wait().await;
+                c.batch_execute("COMMIT").await?;
+                anyhow::Ok(pid)
+            }
+        }))
         .await?;
-        let mut pids: Vec<i32> = pids.iter().map(|r| r.get(0)).collect();
+        let mut pids = pids;
         pids.sort_unstable();
         pids.dedup();
         ensure!(
