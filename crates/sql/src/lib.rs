@@ -30,6 +30,7 @@
 mod classify;
 mod cursor;
 mod declare;
+mod digest;
 mod effect;
 mod ident;
 mod lexer;
@@ -44,5 +45,6 @@ mod temp;
 mod transaction;
 
 pub use classify::{classify, classify_all};
+pub use digest::{Digest, MAX_DIGEST_TEXT, digest};
 pub use effect::{DiscardKind, Effect, PinReason, Scope, TxCommand};
 pub use split::split_statements;

@@ -49,6 +49,7 @@ mod boundary;
 mod classify;
 mod cursor;
 mod dialect;
+mod digest;
 mod effect;
 mod lexer;
 #[cfg(test)]
@@ -63,6 +64,7 @@ mod vars;
 pub use boundary::{TxBoundary, tx_boundary};
 pub use classify::{classify, classify_all, classify_with};
 pub use dialect::Dialect;
+pub use digest::digest;
 pub use effect::{Info, Kill, MyEffect, PinReason, TxCommand, VarChange};
 pub use split::split_statements;
 pub use substitute::{PreviousResults, substitute_previous_results};
