@@ -54,6 +54,7 @@ mod effect;
 mod lexer;
 #[cfg(test)]
 mod lexer_tests;
+mod route;
 mod scan;
 mod set;
 mod split;
@@ -66,5 +67,6 @@ pub use classify::{classify, classify_all, classify_with};
 pub use dialect::Dialect;
 pub use digest::digest;
 pub use effect::{Info, Kill, MyEffect, PinReason, TxCommand, VarChange};
+pub use route::{route, route_with};
 pub use split::split_statements;
 pub use substitute::{PreviousResults, substitute_previous_results};
