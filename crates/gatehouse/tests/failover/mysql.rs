@@ -36,14 +36,16 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "mysql::a_transaction_lost_with_its_writer_needs_a_rollback",
             lost_transaction,
         ),
+        ("mysql::reads_leave_a_lost_replica_and_come_back", replica_loss),
     ]
 }
 
 const ENGINE: &str = "mysql";
 
-/// The configuration of a case's proxy: one cluster over both servers
-/// (the replica listed first: roles come from probing, never from the
-/// order), a read_write endpoint "rw", the admin API, tenant alice.
+/// The configuration of a case's proxy: one cluster over the servers
+/// (replicas listed first: roles come from probing, never from the
+/// order), a read_write endpoint "rw", a read_only endpoint "ro", the
+/// admin API, tenant alice.
 fn config(cluster: &Cluster, dir: &std::path::Path) -> String {
     let mut servers: Vec<String> = cluster.servers().iter().map(|s| format!("\"{}\"", s.addr())).collect();
     servers.reverse();
@@ -66,6 +68,12 @@ listen = "127.0.0.1:0"
 cluster = "main"
 role = "read_write"
 pool_mode = "transaction"
+
+[[endpoints]]
+name = "ro"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_only"
 
 [admin]
 listen = "127.0.0.1:0"
@@ -96,8 +104,8 @@ password = "owner-pw"
 }
 
 /// The owner, database app1, table `t` and its port trigger, on my0;
-/// waits until my1 has replicated them.
-fn prepare(cluster: &Cluster) -> Result<()> {
+/// waits until every replica has replicated them.
+fn prepare(cluster: &Cluster, replicas: usize) -> Result<()> {
     cluster.mysql_sql(
         "my0",
         "CREATE USER 'app_owner'@'%' IDENTIFIED BY 'owner-pw'; \
@@ -106,30 +114,44 @@ fn prepare(cluster: &Cluster) -> Result<()> {
            port INT NOT NULL DEFAULT 0); \
          CREATE TRIGGER app1.t_port BEFORE INSERT ON app1.t FOR EACH ROW SET NEW.port = @@port;",
     )?;
-    wait_until("my1 to have table t and its trigger", Duration::from_secs(30), || {
-        let q = "SELECT COUNT(*) FROM information_schema.triggers WHERE trigger_schema = 'app1' AND trigger_name = 't_port'";
-        Ok(match cluster.mysql_sql("my1", q) {
-            Ok(v) if v == "1" => Ok(()),
-            Ok(v) => Err(v),
-            Err(e) => Err(format!("{e:#}")),
-        })
-    })
+    for i in 1..=replicas {
+        let replica = format!("my{i}");
+        wait_until(
+            &format!("{replica} to have table t and its trigger"),
+            Duration::from_secs(30),
+            || {
+                let q = "SELECT COUNT(*) FROM information_schema.triggers WHERE trigger_schema = 'app1' AND trigger_name = 't_port'";
+                Ok(match cluster.mysql_sql(&replica, q) {
+                    Ok(v) if v == "1" => Ok(()),
+                    Ok(v) => Err(v),
+                    Err(e) => Err(format!("{e:#}")),
+                })
+            },
+        )?;
+    }
+    Ok(())
 }
 
 /// A case's own MariaDB primary my0 and replica my1, and its own proxy.
 fn rig(ctx: &Ctx, name: &str) -> Result<Rig> {
+    rig_with(ctx, name, 1)
+}
+
+/// A case's own MariaDB primary my0 and `replicas` replicas my1.., and its
+/// own proxy.
+fn rig_with(ctx: &Ctx, name: &str, replicas: usize) -> Result<Rig> {
     let dir = ctx.case_dir(name)?;
     let opts = Options {
         pg: false,
         mysql: true,
-        mysql_replicas: 1,
+        mysql_replicas: replicas,
         mysql_max_connections: 100,
         ..Options::default()
     };
     let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
-    prepare(&cluster)?;
+    prepare(&cluster, replicas)?;
     let text = config(&cluster, &dir);
-    Rig::start(&dir, cluster, &text, &["rw"])
+    Rig::start(&dir, cluster, &text, &["rw", "ro"])
 }
 
 /// A mysql_async connection as alice to app1 through the proxy at `addr`.
@@ -155,19 +177,28 @@ fn outcome_of(e: &mysql_async::Error) -> Outcome {
     }
 }
 
-/// A looping writer: autocommit INSERTs of rows tagged `NAME-N` until
-/// `stop`, recording each attempt.
-async fn run_loop(mut conn: Conn, name: String, log: Log, stop: Arc<AtomicBool>) -> Conn {
+/// A looping writer (autocommit INSERTs of rows tagged `NAME-N`) or,
+/// with `read`, reader (`SELECT @@port`), until `stop`, recording each
+/// attempt (a read with the port of the server that answered it).
+async fn run_loop(mut conn: Conn, name: String, log: Log, stop: Arc<AtomicBool>, read: bool) -> Conn {
     let mut n = 0u32;
     while !stop.load(Ordering::SeqCst) {
         n += 1;
         let tag = format!("{name}-{n}");
-        let sql = format!("INSERT INTO t (who) VALUES ('{tag}')");
         let start = begin(&log, &tag);
-        let outcome = match tokio::time::timeout(ATTEMPT_LIMIT, conn.query_drop(sql)).await {
-            Err(_) => Outcome::Hung,
-            Ok(Ok(())) => Outcome::Ok { port: None },
-            Ok(Err(e)) => outcome_of(&e),
+        let outcome = if read {
+            match tokio::time::timeout(ATTEMPT_LIMIT, conn.query_first::<u16, _>("SELECT @@port")).await {
+                Err(_) => Outcome::Hung,
+                Ok(Ok(port)) => Outcome::Ok { port },
+                Ok(Err(e)) => outcome_of(&e),
+            }
+        } else {
+            let sql = format!("INSERT INTO t (who) VALUES ('{tag}')");
+            match tokio::time::timeout(ATTEMPT_LIMIT, conn.query_drop(sql)).await {
+                Err(_) => Outcome::Hung,
+                Ok(Ok(())) => Outcome::Ok { port: None },
+                Ok(Err(e)) => outcome_of(&e),
+            }
         };
         let gone = matches!(outcome, Outcome::Hung | Outcome::Closed(_));
         record(&log, tag, start, outcome);
@@ -224,13 +255,18 @@ fn check_writer_loss(l: &Finished<Conn>, t0: Instant) -> Result<()> {
 }
 
 fn spawn_loopers(rig: &Rig, n: usize) -> Result<Loopers<Conn>> {
+    spawn_loopers_on(rig, "rw", "w", n, false)
+}
+
+/// `n` loopers on `endpoint`, named `prefix0`..; readers with `read`.
+fn spawn_loopers_on(rig: &Rig, endpoint: &str, prefix: &str, n: usize, read: bool) -> Result<Loopers<Conn>> {
     let h = rig.handle();
-    let addr = rig.addr("rw");
+    let addr = rig.addr(endpoint);
     let mut loopers = Loopers::default();
     for i in 0..n {
         let c = h.block_on(connect(addr))?;
-        loopers.spawn(&h, &format!("w{i}"), move |name, log, stop| {
-            run_loop(c, name, log, stop)
+        loopers.spawn(&h, &format!("{prefix}{i}"), move |name, log, stop| {
+            run_loop(c, name, log, stop, read)
         });
     }
     Ok(loopers)
@@ -467,5 +503,91 @@ fn lost_transaction(ctx: &Ctx) -> Result<()> {
     for tag in ["in-lost-txn", "after-loss", "still-lost"] {
         problems.require(!rows.contains_key(tag), || format!("{tag} is on my1"));
     }
+    problems.finish()
+}
+
+/// A replica killed under read load on the read-only endpoint: only the
+/// reads in flight on it fail (with a lost-connection class error, never
+/// 1105), every reader keeps its connection, reads go to the other replica
+/// (never to the writer while a replica is up), and come back to the
+/// restarted replica.
+fn replica_loss(ctx: &Ctx) -> Result<()> {
+    let mut rig = rig_with(ctx, "my-replica-loss", 2)?;
+    let h = rig.handle();
+    let (port0, port1, port2) = (
+        rig.server_port("my0")?,
+        rig.server_port("my1")?,
+        rig.server_port("my2")?,
+    );
+    rig.wait_roles(ENGINE, "my0", &["my1", "my2"])?;
+    let readers = spawn_loopers_on(&rig, "ro", "r", 6, true)?;
+    let started = Instant::now();
+    readers.wait_each("a read on my1", Duration::from_secs(10), started, |a| {
+        a.port() == Some(port1)
+    })?;
+    readers.wait_each("a read on my2", Duration::from_secs(10), started, |a| {
+        a.port() == Some(port2)
+    })?;
+
+    rig.cluster.kill("my2")?;
+    let killed = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let restarting = Instant::now();
+    rig.cluster.restart("my2")?;
+    let restarted = Instant::now();
+    readers.wait_each(
+        "a read on my2 after its restart",
+        Duration::from_secs(10),
+        restarted,
+        |a| a.port() == Some(port2),
+    )?;
+    std::thread::sleep(Duration::from_secs(1));
+    let done = readers.stop(&h)?;
+
+    let t0 = rig.t0;
+    eprintln!(
+        "mysql::reads_leave_a_lost_replica_and_come_back: errors seen by the {} readers: {:?}",
+        done.len(),
+        all_errors(&done)
+    );
+    let mut problems = Problems::default();
+    let mut back = Duration::ZERO;
+    for l in &done {
+        problems.check(check_writer_loss(l, t0));
+        let on_writer = l.attempts.iter().find(|a| a.ok() && a.port() == Some(port0));
+        if let Some(a) = on_writer {
+            problems.add(format!(
+                "{}: read on the writer while a replica was up: {}",
+                l.name,
+                a.show(t0)
+            ));
+        }
+        let astray = l
+            .attempts
+            .iter()
+            .find(|a| a.ok() && a.start > killed && a.end < restarting && a.port() != Some(port1));
+        if let Some(a) = astray {
+            problems.add(format!(
+                "{}: read not on my1 while my2 was down: {}",
+                l.name,
+                a.show(t0)
+            ));
+        }
+        match l
+            .attempts
+            .iter()
+            .find(|a| a.start > restarted && a.port() == Some(port2))
+        {
+            Some(a) => back = back.max(a.end - restarted),
+            None => problems.add(format!("{}: no read on my2 after its restart", l.name)),
+        }
+    }
+    eprintln!(
+        "mysql::reads_leave_a_lost_replica_and_come_back: every reader read on my2 again within {:.3}s of its restart",
+        back.as_secs_f64()
+    );
+    problems.require(back <= Duration::from_secs(5), || {
+        format!("a reader came back to my2 only {back:?} after its restart")
+    });
     problems.finish()
 }
