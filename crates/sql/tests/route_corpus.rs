@@ -1,12 +1,15 @@
 //! Read/write routing of PostgreSQL statements: a corpus in the shapes ORMs
-//! and drivers send, each with the route it must get, and property tests
-//! that writes decorated with comments, whitespace, case changes and decoy
-//! strings are never routed to a replica, and that no input panics.
+//! and drivers send, each with the route it must get (the property tests are in
+//! `route_props.rs`).
 
 #![forbid(unsafe_code)]
 
+#[path = "route_support/corpus.rs"]
+mod corpus_table;
+
+use corpus_table::corpus;
+
 use gatehouse_sql::{Route, WriteReason, route, route_with, split_statements};
-use proptest::prelude::*;
 
 /// `expected | statement`. A line starting with two spaces continues the
 /// previous statement (after a newline); `#` starts a comment line.
@@ -415,39 +418,6 @@ unknown | 'SELECT 1'
 unknown | "select" 1
 "##;
 
-/// The expected route for a corpus label.
-fn expected(label: &str) -> Option<Route> {
-    match label {
-        "read" => Some(Route::Read),
-        "begin ro" => Some(Route::Begin { read_only: true }),
-        "begin rw" => Some(Route::Begin { read_only: false }),
-        name => WriteReason::ALL
-            .into_iter()
-            .find(|r| r.name() == name)
-            .map(Route::Write),
-    }
-}
-
-/// The corpus as (statement, expected route, line number).
-fn corpus(text: &str) -> Vec<(String, Route, usize)> {
-    let mut out: Vec<(String, Route, usize)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(more) = line.strip_prefix("  ") {
-            let last = out.last_mut().expect("continuation without a statement");
-            last.0.push('\n');
-            last.0.push_str(more);
-            continue;
-        }
-        let (label, sql) = line.split_once('|').expect("line without `|`");
-        let want = expected(label.trim()).unwrap_or_else(|| panic!("line {}: bad label {label:?}", i + 1));
-        out.push((sql.strip_prefix(' ').unwrap_or(sql).to_owned(), want, i + 1));
-    }
-    out
-}
-
 #[test]
 fn corpus_statements_route_as_expected() {
     let cases = corpus(CORPUS);
@@ -504,190 +474,5 @@ fn reason_names_are_unique_snake_case() {
     for (i, n) in names.iter().enumerate() {
         assert!(n.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{n}");
         assert!(!names[..i].contains(n), "duplicate {n}");
-    }
-}
-
-/// Statements that must go to the writer; `{s}` marks a decoy string.
-const WRITES: [&str; 44] = [
-    "INSERT INTO t ( a , b ) VALUES ( 1 , {s} )",
-    "UPDATE t SET a = {s} WHERE id = 1",
-    "DELETE FROM t WHERE note = {s}",
-    "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET a = {s}",
-    "CREATE TABLE t ( a text DEFAULT {s} )",
-    "ALTER TABLE t ADD COLUMN c int DEFAULT {s}",
-    "DROP TABLE t",
-    "TRUNCATE t",
-    "SELECT * FROM t WHERE a = {s} FOR UPDATE",
-    "SELECT * FROM t FOR NO KEY UPDATE SKIP LOCKED",
-    "SELECT * FROM t WHERE b = {s} FOR SHARE NOWAIT",
-    "SELECT * FROM t FOR KEY SHARE OF t",
-    "( SELECT * FROM t WHERE a = {s} FOR UPDATE )",
-    "SELECT a FROM t WHERE b IN ( SELECT c FROM u FOR UPDATE )",
-    "SELECT nextval ( {s} )",
-    "SELECT pg_catalog.nextval ( {s} )",
-    "SELECT \"nextval\" ( {s} )",
-    "SELECT setval ( {s} , 1 )",
-    "SELECT currval ( {s} )",
-    "SELECT lastval ( )",
-    "SELECT pg_advisory_lock ( 1 )",
-    "SELECT pg_try_advisory_xact_lock ( 1 , 2 )",
-    "SELECT pg_notify ( {s} , {s} )",
-    "SELECT set_config ( {s} , {s} , false )",
-    "SELECT txid_current ( )",
-    "SELECT pg_current_wal_lsn ( )",
-    "SELECT dblink_exec ( {s} )",
-    "SELECT my_func ( {s} )",
-    "SELECT a , app.f ( 1 ) FROM t",
-    "VALUES ( nextval ( {s} ) )",
-    "WITH x AS ( DELETE FROM t RETURNING * ) SELECT * FROM x",
-    "WITH x AS ( INSERT INTO t VALUES ( {s} ) RETURNING id ) SELECT id FROM x",
-    "WITH x AS MATERIALIZED ( UPDATE t SET a = {s} RETURNING a ) SELECT a FROM x",
-    "WITH x AS ( SELECT 1 ) UPDATE t SET a = {s}",
-    "SELECT * INTO new_t FROM t WHERE a = {s}",
-    "EXPLAIN ANALYZE DELETE FROM t WHERE a = {s}",
-    "SELECT 1 ; DELETE FROM t",
-    "SELECT {s} ; SELECT 2",
-    "TABLE t ; DROP TABLE t",
-    "LOCK TABLE t",
-    "COPY t FROM STDIN",
-    "CALL p ( {s} )",
-    "SET search_path = {s}",
-    "BEGIN READ ONLY ; DELETE FROM t",
-];
-
-/// Reads that must stay reads however they are decorated.
-const READS: [&str; 8] = [
-    "SELECT a , {s} FROM t WHERE b = {s}",
-    "SELECT count ( * ) FROM t WHERE c = {s} ORDER BY 1 LIMIT 5",
-    "SELECT lower ( a ) , now ( ) FROM t",
-    "WITH x AS ( SELECT {s} AS a ) SELECT a FROM x",
-    "VALUES ( 1 , {s} )",
-    "( SELECT 1 ) UNION ( SELECT 2 )",
-    "SELECT * FROM generate_series ( 1 , 3 ) AS g ( i )",
-    "EXPLAIN SELECT * FROM t WHERE a = {s}",
-];
-
-/// Decoy string constants holding key words, quotes and comment markers.
-const DECOYS: [&str; 12] = [
-    "'FOR UPDATE'",
-    "'SELECT 1'",
-    "''",
-    "'it''s; SELECT'",
-    "E'\\' SELECT 1'",
-    "$$ SELECT 1 $$",
-    "$q$ ; SELECT 1 $q$",
-    "'/* SELECT'",
-    "'-- x'",
-    "'nextval('",
-    "U&'d\\0061ta'",
-    "'$$'",
-];
-
-/// Token separators: whitespace and comments hiding decoy key words.
-const SEPARATORS: [&str; 8] = [
-    " ",
-    "\n",
-    "\t ",
-    "   ",
-    " /* SELECT 1 */ ",
-    " /* a /* nested FOR UPDATE */ b */ ",
-    " -- select 1; \n",
-    "/**/",
-];
-
-/// `template` with its tokens joined by chosen separators, `{s}` replaced
-/// by decoys, and the case of unquoted words flipped by the bits of `case`.
-fn decorate(template: &str, seps: &[usize], decoys: &[usize], case: u64) -> String {
-    let mut out = String::new();
-    for (i, tok) in template.split(' ').enumerate() {
-        if i > 0 {
-            out.push_str(SEPARATORS[seps[i % seps.len()] % SEPARATORS.len()]);
-        }
-        if tok == "{s}" {
-            out.push_str(DECOYS[decoys[i % decoys.len()] % DECOYS.len()]);
-        } else if tok.contains(['"', '\'', '$']) {
-            out.push_str(tok);
-        } else {
-            for (j, c) in tok.chars().enumerate() {
-                let flip = case.rotate_left((i * 7 + j) as u32) & 1 == 1;
-                out.push(if flip {
-                    c.to_ascii_uppercase()
-                } else {
-                    c.to_ascii_lowercase()
-                });
-            }
-        }
-    }
-    out
-}
-
-/// Strings biased towards what the tokenizer and router look at.
-fn sqlish() -> impl Strategy<Value = String> {
-    let atoms = prop_oneof![
-        Just("'"),
-        Just("\""),
-        Just("$$"),
-        Just("$t$"),
-        Just("E'"),
-        Just("\\"),
-        Just(";"),
-        Just("--"),
-        Just("/*"),
-        Just("*/"),
-        Just("("),
-        Just(")"),
-        Just("."),
-        Just(":"),
-        Just(","),
-        Just(" "),
-        Just("select "),
-        Just("with x"),
-        Just(" as "),
-        Just("for update"),
-        Just("begin read only"),
-        Just("explain "),
-        Just("nextval"),
-        Just("é"),
-    ];
-    prop::collection::vec(atoms, 0..32).prop_map(|v| v.concat())
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1000))]
-
-    #[test]
-    fn decorated_writes_never_route_to_a_replica(
-        t in 0..WRITES.len(),
-        seps in prop::collection::vec(any::<usize>(), 1..8),
-        decoys in prop::collection::vec(any::<usize>(), 1..4),
-        case in any::<u64>(),
-        lead in 0..SEPARATORS.len(),
-    ) {
-        let sql = format!("{}{}", SEPARATORS[lead], decorate(WRITES[t], &seps, &decoys, case));
-        let got = route(&sql);
-        prop_assert!(matches!(got, Route::Write(_)), "{got:?} for {sql:?}");
-    }
-
-    #[test]
-    fn decorated_reads_stay_reads(
-        t in 0..READS.len(),
-        seps in prop::collection::vec(any::<usize>(), 1..8),
-        decoys in prop::collection::vec(any::<usize>(), 1..4),
-        case in any::<u64>(),
-    ) {
-        let sql = decorate(READS[t], &seps, &decoys, case);
-        prop_assert_eq!(route(&sql), Route::Read, "{:?}", sql);
-    }
-
-    #[test]
-    fn arbitrary_strings_never_panic(s in any::<String>()) {
-        let _ = route(&s);
-        let _ = route_with(&s, &["f", "s.f", ""]);
-    }
-
-    #[test]
-    fn sqlish_strings_never_panic(s in sqlish()) {
-        let _ = route(&s);
-        let _ = route_with(&s, &["x"]);
     }
 }
