@@ -16,6 +16,7 @@ mod common;
 mod mysql;
 mod pg;
 mod pg_ops;
+mod replica;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

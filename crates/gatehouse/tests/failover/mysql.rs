@@ -24,6 +24,7 @@ use crate::common::{
     ATTEMPT_LIMIT, Attempt, Backends, FAILOVER_HOLD, Finished, HEALTH_KEYS, INTERVAL, LOOP_PAUSE, Log, Loopers,
     Outcome, Problems, Rig, all_errors, begin, first_ok_after, record, wait_until,
 };
+use crate::replica::{ReplicaLoss, lose_a_replica};
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
@@ -513,81 +514,13 @@ fn lost_transaction(ctx: &Ctx) -> Result<()> {
 /// restarted replica.
 fn replica_loss(ctx: &Ctx) -> Result<()> {
     let mut rig = rig_with(ctx, "my-replica-loss", 2)?;
-    let h = rig.handle();
-    let (port0, port1, port2) = (
-        rig.server_port("my0")?,
-        rig.server_port("my1")?,
-        rig.server_port("my2")?,
-    );
     rig.wait_roles(ENGINE, "my0", &["my1", "my2"])?;
     let readers = spawn_loopers_on(&rig, "ro", "r", 6, true)?;
-    let started = Instant::now();
-    readers.wait_each("a read on my1", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port1)
-    })?;
-    readers.wait_each("a read on my2", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port2)
-    })?;
-
-    rig.cluster.kill("my2")?;
-    let killed = Instant::now();
-    std::thread::sleep(Duration::from_secs(3));
-    let restarting = Instant::now();
-    rig.cluster.restart("my2")?;
-    let restarted = Instant::now();
-    readers.wait_each(
-        "a read on my2 after its restart",
-        Duration::from_secs(10),
-        restarted,
-        |a| a.port() == Some(port2),
-    )?;
-    std::thread::sleep(Duration::from_secs(1));
-    let done = readers.stop(&h)?;
-
-    let t0 = rig.t0;
-    eprintln!(
-        "mysql::reads_leave_a_lost_replica_and_come_back: errors seen by the {} readers: {:?}",
-        done.len(),
-        all_errors(&done)
-    );
-    let mut problems = Problems::default();
-    let mut back = Duration::ZERO;
-    for l in &done {
-        problems.check(check_writer_loss(l, t0));
-        let on_writer = l.attempts.iter().find(|a| a.ok() && a.port() == Some(port0));
-        if let Some(a) = on_writer {
-            problems.add(format!(
-                "{}: read on the writer while a replica was up: {}",
-                l.name,
-                a.show(t0)
-            ));
-        }
-        let astray = l
-            .attempts
-            .iter()
-            .find(|a| a.ok() && a.start > killed && a.end < restarting && a.port() != Some(port1));
-        if let Some(a) = astray {
-            problems.add(format!(
-                "{}: read not on my1 while my2 was down: {}",
-                l.name,
-                a.show(t0)
-            ));
-        }
-        match l
-            .attempts
-            .iter()
-            .find(|a| a.start > restarted && a.port() == Some(port2))
-        {
-            Some(a) => back = back.max(a.end - restarted),
-            None => problems.add(format!("{}: no read on my2 after its restart", l.name)),
-        }
-    }
-    eprintln!(
-        "mysql::reads_leave_a_lost_replica_and_come_back: every reader read on my2 again within {:.3}s of its restart",
-        back.as_secs_f64()
-    );
-    problems.require(back <= Duration::from_secs(5), || {
-        format!("a reader came back to my2 only {back:?} after its restart")
-    });
-    problems.finish()
+    let loss = ReplicaLoss {
+        case: "mysql::reads_leave_a_lost_replica_and_come_back",
+        writer: "my0",
+        kept: "my1",
+        lost: "my2",
+    };
+    lose_a_replica(&mut rig, readers, &loss, check_writer_loss)
 }

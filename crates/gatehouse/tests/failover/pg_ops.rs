@@ -10,6 +10,7 @@ use anyhow::{Context, Result, ensure};
 use crate::Ctx;
 use crate::common::*;
 use crate::pg::*;
+use crate::replica::{ReplicaLoss, lose_a_replica};
 
 pub(crate) fn hung_writer(ctx: &Ctx) -> Result<()> {
     let mut rig = rig(ctx, "pg-hung", 1, &[RW])?;
@@ -105,83 +106,15 @@ pub(crate) fn hung_writer(ctx: &Ctx) -> Result<()> {
 
 pub(crate) fn replica_loss(ctx: &Ctx) -> Result<()> {
     let mut rig = rig(ctx, "pg-replica-loss", 2, &[RW, RO])?;
-    let h = rig.handle();
-    let (port0, port1, port2) = (
-        rig.server_port("pg0")?,
-        rig.server_port("pg1")?,
-        rig.server_port("pg2")?,
-    );
     rig.wait_roles(ENGINE, "pg0", &["pg1", "pg2"])?;
     let readers = spawn_loopers(&rig, "ro", "r", 6, read_sql)?;
-    let started = Instant::now();
-    readers.wait_each("a read on pg1", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port1)
-    })?;
-    readers.wait_each("a read on pg2", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port2)
-    })?;
-
-    rig.cluster.kill("pg2")?;
-    let killed = Instant::now();
-    std::thread::sleep(Duration::from_secs(3));
-    let restarting = Instant::now();
-    rig.cluster.restart("pg2")?;
-    let restarted = Instant::now();
-    readers.wait_each(
-        "a read on pg2 after its restart",
-        Duration::from_secs(10),
-        restarted,
-        |a| a.port() == Some(port2),
-    )?;
-    std::thread::sleep(Duration::from_secs(1));
-    let done = readers.stop(&h)?;
-
-    let t0 = rig.t0;
-    eprintln!(
-        "pg::reads_leave_a_lost_replica_and_come_back: errors seen by the {} readers: {:?}",
-        done.len(),
-        all_errors(&done)
-    );
-    let mut problems = Problems::default();
-    let mut back = Duration::ZERO;
-    for l in &done {
-        problems.check(check_loss(l, t0, false));
-        let on_writer = l.attempts.iter().find(|a| a.ok() && a.port() == Some(port0));
-        if let Some(a) = on_writer {
-            problems.add(format!(
-                "{}: read on the writer while a replica was up: {}",
-                l.name,
-                a.show(t0)
-            ));
-        }
-        let astray = l
-            .attempts
-            .iter()
-            .find(|a| a.ok() && a.start > killed && a.end < restarting && a.port() != Some(port1));
-        if let Some(a) = astray {
-            problems.add(format!(
-                "{}: read not on pg1 while pg2 was down: {}",
-                l.name,
-                a.show(t0)
-            ));
-        }
-        match l
-            .attempts
-            .iter()
-            .find(|a| a.start > restarted && a.port() == Some(port2))
-        {
-            Some(a) => back = back.max(a.end - restarted),
-            None => problems.add(format!("{}: no read on pg2 after its restart", l.name)),
-        }
-    }
-    eprintln!(
-        "pg::reads_leave_a_lost_replica_and_come_back: every reader read on pg2 again within {:.3}s of its restart",
-        back.as_secs_f64()
-    );
-    problems.require(back <= Duration::from_secs(5), || {
-        format!("a reader came back to pg2 only {back:?} after its restart")
-    });
-    problems.finish()
+    let loss = ReplicaLoss {
+        case: "pg::reads_leave_a_lost_replica_and_come_back",
+        writer: "pg0",
+        kept: "pg1",
+        lost: "pg2",
+    };
+    lose_a_replica(&mut rig, readers, &loss, |l, t0| check_loss(l, t0, false))
 }
 
 /// A client inside a transaction block when its writer dies: its next
