@@ -134,7 +134,7 @@ impl<E: Engine> Core<E> {
         secret: &Arc<crate::config::Secret>,
         leases: &Arc<std::sync::atomic::AtomicUsize>,
     ) -> Arc<Pool<E>> {
-        let server_max = self.topology.max_connections(&key.cluster, &key.backend);
+        let server_max = state.max_connections(&key.backend);
         self.pools
             .get(&self.engine, &state.settings(), key, secret, server_max, leases)
     }

@@ -96,7 +96,12 @@ fn share_of_server_max_connections() -> Result<()> {
             let _ = rx.await;
         }));
         let known = Instant::now() + Duration::from_secs(20);
-        while core.topology.max_connections("pct", &primary_addr).is_none() {
+        while core
+            .topology
+            .cluster("pct")
+            .and_then(|c| c.max_connections(&primary_addr))
+            .is_none()
+        {
             ensure!(
                 Instant::now() < known,
                 "the proxy never learned the server's max_connections"

@@ -292,6 +292,16 @@ impl ClusterState {
         self.writer.load_full()
     }
 
+    /// `backend`'s own `max_connections`, when a probe has read it.
+    pub fn max_connections(&self, backend: &str) -> Option<u32> {
+        self.backends
+            .load()
+            .iter()
+            .find(|b| b.addr == backend)?
+            .health()
+            .max_connections
+    }
+
     /// The backends now.
     pub fn backends(&self) -> Arc<Vec<Arc<BackendState>>> {
         self.backends.load_full()

@@ -69,14 +69,4 @@ impl Topology {
         });
         removed
     }
-
-    /// The server's own `max_connections`, when a probe has read it.
-    pub fn max_connections(&self, cluster: &str, backend: &str) -> Option<u32> {
-        self.cluster(cluster)?
-            .backends()
-            .iter()
-            .find(|b| b.addr == backend)?
-            .health()
-            .max_connections
-    }
 }
