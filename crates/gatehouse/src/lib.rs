@@ -17,6 +17,7 @@ pub mod park;
 pub mod pool;
 pub mod reload;
 pub mod router;
+pub mod split;
 pub mod stats;
 pub mod tenants;
 pub mod tls;

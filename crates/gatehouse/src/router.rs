@@ -26,7 +26,7 @@ use crate::core::Core;
 use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
-use crate::topology::ClusterState;
+use crate::topology::{ClusterState, Intent};
 
 /// The longest a lease waits before routing again after its backend
 /// refused a connection, when the topology does not change sooner.
@@ -155,19 +155,22 @@ impl<E: Engine> Core<E> {
 
     /// Routes one lease for a session of `endpoint` whose last pool is
     /// `pool` (replaced by the pool it is routed to), and borrows it, with
-    /// the tenant's cap `cap` if any. See the module comment for waiting.
+    /// the tenant's cap `cap` if any; `intent` is what a split endpoint's
+    /// transaction does (other endpoints' roles decide alone). See the
+    /// module comment for waiting.
     pub async fn lease(
         &self,
         endpoint: &EndpointSettings,
         pool: &mut Arc<Pool<E>>,
         cap: Option<&TenantCap>,
+        intent: Intent<'_>,
     ) -> Result<Lease<E>, ProxyError> {
         let state = self.cluster_state(endpoint)?;
         // The common case, kept small (its future is boxed with every
         // transaction's): the backend chosen is the one used last, and it
         // lends at once. Everything else (another backend, no backend, a
         // backend that cannot be reached) takes the boxed slow path.
-        if let Some(choice) = state.choose(endpoint)
+        if let Some(choice) = state.choose(endpoint, intent)
             && pool.key().backend == choice.backend.addr
         {
             match pool.lease_for(cap).await {
@@ -179,7 +182,7 @@ impl<E: Engine> Core<E> {
                 Err(_) => state.probe_now.notify_one(),
             }
         }
-        Box::pin(self.lease_routed(&state, endpoint, pool, cap)).await
+        Box::pin(self.lease_routed(&state, endpoint, pool, cap, intent)).await
     }
 
     /// [`Core::lease`] when the backend changes, is missing or fails.
@@ -189,6 +192,7 @@ impl<E: Engine> Core<E> {
         endpoint: &EndpointSettings,
         pool: &mut Arc<Pool<E>>,
         cap: Option<&TenantCap>,
+        intent: Intent<'_>,
     ) -> Result<Lease<E>, ProxyError> {
         // Subscribed only once a choice fails, then every change is seen.
         let mut changes: Option<tokio::sync::watch::Receiver<u64>> = None;
@@ -198,7 +202,7 @@ impl<E: Engine> Core<E> {
             if let Some(c) = changes.as_mut() {
                 c.borrow_and_update();
             }
-            let Some(choice) = state.choose(endpoint) else {
+            let Some(choice) = state.choose(endpoint, intent) else {
                 let Some(c) = changes.as_mut() else {
                     // Subscribe, then look again: a change in between is not lost.
                     changes = Some(state.subscribe());
@@ -247,6 +251,7 @@ fn no_backend(endpoint: &EndpointSettings, state: &ClusterState) -> ProxyError {
     let what = match endpoint.role {
         EndpointRole::ReadWrite => "writable backend",
         EndpointRole::ReadOnly => "backend for reads",
+        EndpointRole::Split => "backend",
     };
     ProxyError::new(
         Condition::NoBackendForRole,

@@ -72,6 +72,8 @@ pub fn endpoint_changed(old: &EndpointSettings, new: &EndpointSettings) -> bool 
         && old.idle_client_timeout == new.idle_client_timeout
         && old.max_replica_lag == new.max_replica_lag
         && old.reader_fallback == new.reader_fallback
+        && old.read_your_writes == new.read_your_writes
+        && old.read_only_functions == new.read_only_functions
         && old.pinning_filter == new.pinning_filter
         && old.require_tls == new.require_tls
         && old.client_auth == new.client_auth

@@ -25,6 +25,9 @@ pub enum EndpointRole {
     ReadWrite,
     /// The readers, spread; the writer when no reader is available.
     ReadOnly,
+    /// Each transaction routed by what it does: one known to be read-only
+    /// to a replica, everything else to the writer (`crate::split`).
+    Split,
 }
 
 /// How long a client keeps its backend connection.
@@ -123,10 +126,16 @@ pub struct EndpointSettings {
     pub listen: SocketAddr,
     pub cluster: Arc<ClusterSettings>,
     pub role: EndpointRole,
-    /// Read-only endpoints: replicas further behind than this are skipped.
+    /// Read-only and split endpoints: replicas further behind than this are skipped.
     pub max_replica_lag: Option<Duration>,
     /// Read-only endpoints: what serves reads when no replica can.
     pub reader_fallback: ReaderFallback,
+    /// Split endpoints: after a client's write commits, its reads go only
+    /// to a replica that has replayed it (on by default).
+    pub read_your_writes: bool,
+    /// Split endpoints: user-defined functions the operator lists as free
+    /// of side effects (every other one routes its statement to the writer).
+    pub read_only_functions: Vec<String>,
     pub pool_mode: PoolMode,
     pub max_client_connections: u32,
     /// Clients idle (outside a transaction) longer than this are disconnected.

@@ -126,6 +126,9 @@ pub struct RawEndpoint {
     #[serde(default, with = "humantime_serde::option")]
     pub max_replica_lag: Option<Duration>,
     pub reader_fallback: Option<Spanned<String>>,
+    pub read_your_writes: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub read_only_functions: Option<Spanned<Vec<String>>>,
     pub max_client_connections: Option<u32>,
     #[serde(default, with = "humantime_serde::option")]
     pub idle_client_timeout: Option<Duration>,

@@ -269,10 +269,11 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
         let role = match e.role.get_ref().as_str() {
             "read_write" => Some(EndpointRole::ReadWrite),
             "read_only" => Some(EndpointRole::ReadOnly),
+            "split" => Some(EndpointRole::Split),
             other => {
                 cx.at(
                     &e.role,
-                    format!("unknown role \"{other}\" (expected \"read_write\" or \"read_only\")"),
+                    format!("unknown role \"{other}\" (expected \"read_write\", \"read_only\" or \"split\")"),
                 );
                 None
             }
@@ -309,6 +310,22 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 &e.role,
                 "max_replica_lag and reader_fallback apply to read_only endpoints only",
             );
+        }
+        if role == Some(EndpointRole::Split)
+            && let Some(f) = &e.reader_fallback
+        {
+            cx.at(
+                f,
+                "reader_fallback applies to read_only endpoints only (a split endpoint's reads fall back to the writer)",
+            );
+        }
+        if role.is_some_and(|r| r != EndpointRole::Split) {
+            if let Some(r) = &e.read_your_writes {
+                cx.at(r, "read_your_writes applies to split endpoints only");
+            }
+            if let Some(f) = &e.read_only_functions {
+                cx.at(f, "read_only_functions applies to split endpoints only");
+            }
         }
         let tls = e.tls.as_ref().and_then(|t| {
             let files = t.get_ref();
@@ -357,6 +374,12 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 role,
                 max_replica_lag: e.max_replica_lag,
                 reader_fallback,
+                read_your_writes: e.read_your_writes.as_ref().is_none_or(|r| *r.get_ref()),
+                read_only_functions: e
+                    .read_only_functions
+                    .as_ref()
+                    .map(|f| f.get_ref().clone())
+                    .unwrap_or_default(),
                 pool_mode,
                 max_client_connections: e.max_client_connections.unwrap_or(DEFAULT_MAX_CLIENT_CONNECTIONS),
                 idle_client_timeout: e.idle_client_timeout,

@@ -8,6 +8,7 @@ pub mod idle;
 pub mod monitor;
 pub mod mysql;
 pub mod pg;
+pub mod position;
 pub mod stream;
 
 use std::future::Future;
@@ -33,9 +34,11 @@ pub struct Probe {
     /// when it has replayed all it received, else the age of the last
     /// replayed transaction; MariaDB: `Seconds_Behind_Master`).
     pub lag: Option<Duration>,
-    /// Replication position (PostgreSQL: the replayed or current WAL LSN;
-    /// MariaDB: `gtid_current_pos`).
+    /// Replication position as the server prints it (PostgreSQL: the
+    /// replayed or current WAL LSN; MariaDB: a replica's `Gtid_Slave_Pos`).
     pub position: Option<String>,
+    /// What a replica has replayed, parsed (read-your-writes compares it).
+    pub replayed: Option<position::Position>,
 }
 
 /// A client connection as accepted by an endpoint listener.
@@ -90,6 +93,13 @@ pub trait Engine: Send + Sync + Sized + 'static {
         secret: &Secret,
         timeout: Duration,
     ) -> impl Future<Output = Result<Probe, ProxyError>> + Send;
+
+    /// The writer's replication position now, read on `conn` right after
+    /// a transaction committed there (read-your-writes on split
+    /// endpoints); `None` when the server has none to give.
+    fn write_position(
+        conn: &mut Self::Conn,
+    ) -> impl Future<Output = Result<Option<position::Position>, ProxyError>> + Send;
 
     /// Sends a cancel for whatever `target` is running now.
     fn cancel(&self, target: Self::CancelTarget) -> impl Future<Output = Result<(), ProxyError>> + Send;

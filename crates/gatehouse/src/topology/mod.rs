@@ -31,6 +31,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::config::{ClusterSettings, EndpointRole, EndpointSettings, ReaderFallback};
 use crate::engine::Probe;
+use crate::engine::position::Position;
 
 pub use self::monitor::{monitor, probe_once};
 pub use self::registry::Topology;
@@ -65,6 +66,8 @@ pub struct Health {
     pub lag: Option<Duration>,
     /// Replication position (PostgreSQL LSN, MariaDB GTID), when known.
     pub position: Option<String>,
+    /// What a replica has replayed, as of its last probe.
+    pub replayed: Option<Position>,
     pub fence: Fence,
     /// The last probe's error while the backend fails.
     pub last_error: Option<String>,
@@ -95,6 +98,7 @@ impl BackendState {
                 max_connections: None,
                 lag: None,
                 position: None,
+                replayed: None,
                 fence: Fence::None,
                 last_error: None,
                 failures: 0,
@@ -124,6 +128,7 @@ impl BackendState {
                 h.max_connections = p.max_connections;
                 h.lag = p.lag;
                 h.position = p.position;
+                h.replayed = p.replayed;
                 h.last_error = None;
                 if !h.up && (first || h.successes >= to_up) {
                     h.up = true;
@@ -177,7 +182,7 @@ pub struct ClusterState {
     /// Sessions waiting for a backend to route to.
     pub waiting: AtomicUsize,
     /// Leases routed, by [`Why`] (in the order of [`Why::ALL`]).
-    routed_why: [AtomicU64; 3],
+    routed_why: [AtomicU64; 4],
     /// Ties between equally loaded readers go round.
     next_reader: AtomicUsize,
     /// Paused by an operator (the cluster, or some of its endpoints).
@@ -205,20 +210,49 @@ pub enum Why {
     Writer,
     /// The up-to-date replica with the fewest leases outstanding.
     LeastBusyReader,
-    /// A read-only endpoint with no usable replica: the writer.
+    /// A read with no usable replica: the writer.
     WriterFallback,
+    /// A split endpoint's read after the client's write, which no usable
+    /// replica has replayed yet: the writer.
+    WriterReadYourWrites,
 }
 
 impl Why {
-    pub const ALL: [Why; 3] = [Why::Writer, Why::LeastBusyReader, Why::WriterFallback];
+    pub const ALL: [Why; 4] = [
+        Why::Writer,
+        Why::LeastBusyReader,
+        Why::WriterFallback,
+        Why::WriterReadYourWrites,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Self::Writer => "writer",
             Self::LeastBusyReader => "least_busy_reader",
             Self::WriterFallback => "writer_fallback",
+            Self::WriterReadYourWrites => "writer_read_your_writes",
         }
     }
+}
+
+/// What a lease is for. Read/write endpoints always lease the writer and
+/// read-only endpoints a reader; a split endpoint decides per transaction
+/// (`crate::split`).
+#[derive(Debug, Clone, Copy)]
+pub enum Intent<'a> {
+    /// Writes, or anything not known to be a read: the writer.
+    Write,
+    /// A read-only transaction: a replica, one that has replayed `after`
+    /// (the client's last write) when given.
+    Read { after: Option<&'a Position> },
+}
+
+/// What [`ClusterState::least_busy_reader`] found.
+enum Reader {
+    Found(Arc<BackendState>),
+    /// Usable replicas, but none has replayed the required position.
+    NotReplayed,
+    None,
 }
 
 /// The role of the `i`th configured backend before any probe: unknown when
@@ -488,42 +522,45 @@ impl ClusterState {
 
     /// The backend that should serve the next lease of `endpoint`, as the
     /// topology is now; `None` when there is none (the router waits).
-    pub fn choose(&self, endpoint: &EndpointSettings) -> Option<Choice> {
-        self.choose_for(endpoint, true)
+    pub fn choose(&self, endpoint: &EndpointSettings, intent: Intent<'_>) -> Option<Choice> {
+        self.choose_for(endpoint, intent, true)
     }
 
     /// [`Self::choose`] for a look only (a session's first pool): the turn
     /// among tied replicas does not move.
     pub fn peek(&self, endpoint: &EndpointSettings) -> Option<Choice> {
-        self.choose_for(endpoint, false)
+        self.choose_for(endpoint, Intent::Write, false)
     }
 
-    fn choose_for(&self, endpoint: &EndpointSettings, take_turn: bool) -> Option<Choice> {
+    fn choose_for(&self, endpoint: &EndpointSettings, intent: Intent<'_>, take_turn: bool) -> Option<Choice> {
         // Only a backend up and writable is elected, and one that stops
         // being either is unelected in the same probe round: no look at
         // its health is needed here.
         if self.holds(&endpoint.name) {
             return None;
         }
-        let writer = || self.writer.load_full().filter(|w| !w.draining.load(Ordering::Relaxed));
-        if endpoint.role == EndpointRole::ReadWrite {
-            return writer().map(|w| Choice {
-                backend: w,
-                why: Why::Writer,
-            });
-        }
-        if let Some(r) = self.least_busy_reader(endpoint.max_replica_lag, take_turn) {
-            return Some(Choice {
-                backend: r,
+        let writer = |why| {
+            self.writer
+                .load_full()
+                .filter(|w| !w.draining.load(Ordering::Relaxed))
+                .map(|backend| Choice { backend, why })
+        };
+        let after = match (endpoint.role, intent) {
+            (EndpointRole::ReadWrite, _) | (EndpointRole::Split, Intent::Write) => return writer(Why::Writer),
+            (EndpointRole::ReadOnly, _) => None,
+            (EndpointRole::Split, Intent::Read { after }) => after,
+        };
+        match self.least_busy_reader(endpoint.max_replica_lag, after, take_turn) {
+            Reader::Found(backend) => Some(Choice {
+                backend,
                 why: Why::LeastBusyReader,
-            });
-        }
-        match endpoint.reader_fallback {
-            ReaderFallback::Writer => writer().map(|w| Choice {
-                backend: w,
-                why: Why::WriterFallback,
             }),
-            ReaderFallback::Error => None,
+            Reader::NotReplayed => writer(Why::WriterReadYourWrites),
+            Reader::None if endpoint.role == EndpointRole::Split => writer(Why::WriterFallback),
+            Reader::None => match endpoint.reader_fallback {
+                ReaderFallback::Writer => writer(Why::WriterFallback),
+                ReaderFallback::Error => None,
+            },
         }
     }
 
@@ -531,13 +568,20 @@ impl ClusterState {
     /// its weight. Ties (idle replicas, mostly) take turns among the tied
     /// replicas themselves, so equal replicas share the load evenly; the
     /// turn moves only when `take_turn` (a lease, not a mere look).
-    fn least_busy_reader(&self, max_lag: Option<Duration>, take_turn: bool) -> Option<Arc<BackendState>> {
+    /// With `after`, only a replica whose last probe showed it had
+    /// replayed that position is usable.
+    fn least_busy_reader(&self, max_lag: Option<Duration>, after: Option<&Position>, take_turn: bool) -> Reader {
         let backends = self.backends.load();
-        let usable = |b: &BackendState| {
+        let mut not_replayed = false;
+        let mut usable = |b: &BackendState| {
             let h = b.health.lock().unwrap_or_else(PoisonError::into_inner);
-            h.up && h.role == Role::Reader
+            let ok = h.up
+                && h.role == Role::Reader
                 && !b.draining.load(Ordering::Relaxed)
-                && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max))
+                && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max));
+            let replayed = after.is_none_or(|need| h.replayed.as_ref().is_some_and(|have| have.covers(need)));
+            not_replayed |= ok && !replayed;
+            ok && replayed
         };
         // (leases + 1) / weight, compared by cross-multiplying, so that an
         // idle heavy replica is not tied with an idle light one.
@@ -554,7 +598,13 @@ impl ClusterState {
                 scored.push((b, score(b)));
             }
         }
-        let best = scored.iter().map(|(_, s)| *s).min_by(|a, b| cmp(*a, *b))?;
+        let Some(best) = scored.iter().map(|(_, s)| *s).min_by(|a, b| cmp(*a, *b)) else {
+            return if not_replayed {
+                Reader::NotReplayed
+            } else {
+                Reader::None
+            };
+        };
         let ties: Vec<&Arc<BackendState>> = scored
             .iter()
             .filter(|(_, s)| cmp(*s, best).is_eq())
@@ -565,7 +615,10 @@ impl ClusterState {
         } else {
             0
         };
-        ties.get(turn).map(|b| (*b).clone())
+        match ties.get(turn) {
+            Some(b) => Reader::Found((*b).clone()),
+            None => Reader::None,
+        }
     }
 }
 

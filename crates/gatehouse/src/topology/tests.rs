@@ -31,6 +31,12 @@ cluster = "c"
 role = "read_only"
 {read_only}
 
+[[endpoints]]
+name = "split"
+listen = "127.0.0.1:0"
+cluster = "c"
+role = "split"
+
 [[secrets]]
 name = "s"
 user = "u"
@@ -54,6 +60,7 @@ fn ok(writable: bool) -> Result<Probe, String> {
         max_connections: Some(100),
         lag: None,
         position: None,
+        replayed: None,
     })
 }
 
@@ -174,19 +181,23 @@ fn readers_are_chosen_by_fewest_leases_outstanding() {
     let ro = endpoint(EndpointRole::ReadOnly, "");
     c.backends()[1].leases.store(3, Ordering::Relaxed);
     for _ in 0..4 {
-        let choice = c.choose(&ro).map(|ch| (short(&ch.backend.addr).to_string(), ch.why));
+        let choice = c
+            .choose(&ro, Intent::Write)
+            .map(|ch| (short(&ch.backend.addr).to_string(), ch.why));
         assert_eq!(choice, Some(("b2".to_string(), Why::LeastBusyReader)));
     }
     c.backends()[2].leases.store(5, Ordering::Relaxed);
     assert_eq!(
-        c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+        c.choose(&ro, Intent::Write)
+            .map(|ch| short(&ch.backend.addr).to_string())
+            .as_deref(),
         Some("b1")
     );
     // Equal load: both are used.
     c.backends()[1].leases.store(0, Ordering::Relaxed);
     c.backends()[2].leases.store(0, Ordering::Relaxed);
     let picked: std::collections::HashSet<String> = (0..4)
-        .filter_map(|_| c.choose(&ro))
+        .filter_map(|_| c.choose(&ro, Intent::Write))
         .map(|ch| short(&ch.backend.addr).to_string())
         .collect();
     assert_eq!(picked.len(), 2);
@@ -204,26 +215,31 @@ fn lagging_or_down_replicas_are_skipped_then_the_writer_serves() {
             max_connections: None,
             lag: Some(Duration::from_secs(30)),
             position: None,
+            replayed: None,
         }),
     );
     c.elect();
     let ro = endpoint(EndpointRole::ReadOnly, "max_replica_lag = \"5s\"");
     for _ in 0..3 {
         assert_eq!(
-            c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+            c.choose(&ro, Intent::Write)
+                .map(|ch| short(&ch.backend.addr).to_string())
+                .as_deref(),
             Some("b1")
         );
     }
     down(&c, 1);
-    let ch = c.choose(&ro).map(|ch| (short(&ch.backend.addr).to_string(), ch.why));
+    let ch = c
+        .choose(&ro, Intent::Write)
+        .map(|ch| (short(&ch.backend.addr).to_string(), ch.why));
     assert_eq!(ch, Some(("b0".to_string(), Why::WriterFallback)));
     let strict = endpoint(
         EndpointRole::ReadOnly,
         "max_replica_lag = \"5s\"\nreader_fallback = \"error\"",
     );
-    assert!(c.choose(&strict).is_none());
+    assert!(c.choose(&strict, Intent::Write).is_none());
     let rw = endpoint(EndpointRole::ReadWrite, "");
-    assert_eq!(c.choose(&rw).map(|ch| ch.why), Some(Why::Writer));
+    assert_eq!(c.choose(&rw, Intent::Write).map(|ch| ch.why), Some(Why::Writer));
 }
 
 #[test]
@@ -239,12 +255,16 @@ fn a_backend_added_by_reload_is_probed_then_used() {
     c.backends()[1].leases.store(2, Ordering::Relaxed);
     // Not probed yet: not used.
     assert_eq!(
-        c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+        c.choose(&ro, Intent::Write)
+            .map(|ch| short(&ch.backend.addr).to_string())
+            .as_deref(),
         Some("b1")
     );
     c.record(&c.backends()[2], ok(false));
     assert_eq!(
-        c.choose(&ro).map(|ch| short(&ch.backend.addr).to_string()).as_deref(),
+        c.choose(&ro, Intent::Write)
+            .map(|ch| short(&ch.backend.addr).to_string())
+            .as_deref(),
         Some("b2")
     );
     // The writer removed: unelected, and nothing else is writable.
@@ -266,7 +286,7 @@ fn weighted_replicas_take_leases_in_proportion() {
     // Leases taken and held: b2 (weight 3) ends up with 3 for b1's 1.
     let mut held = std::collections::HashMap::<String, usize>::new();
     for _ in 0..8 {
-        let ch = c.choose(&ro).map(|ch| ch.backend);
+        let ch = c.choose(&ro, Intent::Write).map(|ch| ch.backend);
         let Some(b) = ch else { panic!("no reader") };
         b.leases.fetch_add(1, Ordering::Relaxed);
         *held.entry(short(&b.addr).to_string()).or_default() += 1;
@@ -289,9 +309,69 @@ fn idle_replicas_share_reads_evenly() {
     for _ in 0..300 {
         // Looks in between (sessions starting) move no turn.
         let _ = c.peek(&ro);
-        let Some(ch) = c.choose(&ro) else { panic!("no reader") };
+        let Some(ch) = c.choose(&ro, Intent::Write) else {
+            panic!("no reader")
+        };
         *count.entry(short(&ch.backend.addr).to_string()).or_default() += 1;
     }
     assert_eq!(count.get("b0"), Some(&150), "{count:?}");
     assert_eq!(count.get("b2"), Some(&150), "{count:?}");
+}
+
+#[test]
+fn split_reads_go_to_a_replica_that_replayed_the_clients_write() {
+    let c = cluster(3);
+    let at = |lsn: u64| {
+        Ok(Probe {
+            writable: false,
+            max_connections: None,
+            lag: None,
+            position: None,
+            replayed: Some(Position::Lsn(lsn)),
+        })
+    };
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], at(100));
+    c.record(&c.backends()[2], at(200));
+    c.elect();
+    let s = settings(3, "");
+    let split = s
+        .endpoints
+        .iter()
+        .find(|e| e.name == "split")
+        .cloned()
+        .expect("split endpoint");
+    let pick = |intent| {
+        c.choose(&split, intent)
+            .map(|ch| (short(&ch.backend.addr).to_string(), ch.why))
+    };
+    assert_eq!(pick(Intent::Write), Some(("b0".to_string(), Why::Writer)));
+    // No write yet: either replica.
+    assert_eq!(
+        pick(Intent::Read { after: None }).map(|p| p.1),
+        Some(Why::LeastBusyReader)
+    );
+    // Only b2 has replayed 150.
+    for _ in 0..4 {
+        assert_eq!(
+            pick(Intent::Read {
+                after: Some(&Position::Lsn(150))
+            }),
+            Some(("b2".to_string(), Why::LeastBusyReader))
+        );
+    }
+    // Neither has replayed 300: the writer, saying why.
+    assert_eq!(
+        pick(Intent::Read {
+            after: Some(&Position::Lsn(300))
+        }),
+        Some(("b0".to_string(), Why::WriterReadYourWrites))
+    );
+    // No replica at all: the writer, as a fallback.
+    down(&c, 1);
+    down(&c, 2);
+    assert_eq!(
+        pick(Intent::Read { after: None }),
+        Some(("b0".to_string(), Why::WriterFallback))
+    );
 }

@@ -141,6 +141,25 @@ impl Rig {
         Ok(self.cluster.server(name)?.port)
     }
 
+    /// `GET path` on the admin API with the admin token: the body.
+    pub fn get(&self, path: &str) -> Result<String> {
+        let r = request(self.admin, "GET", path, Some(&self.token))?;
+        ensure!(r.status == 200, "{path}: {} {}", r.status, r.body);
+        Ok(r.body)
+    }
+
+    /// A counter of `/metrics`: the sum of the samples of `name` whose
+    /// labels contain `labels` (e.g. `reason="writer"`).
+    pub fn metric(&self, name: &str, labels: &str) -> Result<f64> {
+        let body = self.get("/metrics")?;
+        Ok(body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(labels))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum())
+    }
+
     /// `GET /api/health` with the admin token: how long it took to answer.
     pub fn health(&self) -> Result<Duration> {
         let start = Instant::now();

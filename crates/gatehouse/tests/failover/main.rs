@@ -17,6 +17,7 @@ mod mysql;
 mod pg;
 mod pg_ops;
 mod replica;
+mod split;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,5 +60,6 @@ fn main() -> ExitCode {
     let mut cases: Vec<(&'static str, Case)> = Vec::new();
     cases.extend(pg::cases());
     cases.extend(mysql::cases());
+    cases.extend(split::cases());
     trials::run(cases, setup, teardown)
 }

@@ -46,8 +46,8 @@ const ENGINE: &str = "mysql";
 /// The configuration of a case's proxy: one cluster over the servers
 /// (replicas listed first: roles come from probing, never from the
 /// order), a read_write endpoint "rw", a read_only endpoint "ro", the
-/// admin API, tenant alice.
-fn config(cluster: &Cluster, dir: &std::path::Path) -> String {
+/// admin API, tenant alice; and `extra` endpoints.
+fn config(cluster: &Cluster, dir: &std::path::Path, extra: &str) -> String {
     let mut servers: Vec<String> = cluster.servers().iter().map(|s| format!("\"{}\"", s.addr())).collect();
     servers.reverse();
     format!(
@@ -75,7 +75,7 @@ name = "ro"
 listen = "127.0.0.1:0"
 cluster = "main"
 role = "read_only"
-
+{extra}
 [admin]
 listen = "127.0.0.1:0"
 token_file = "{d}/admin.token"
@@ -141,6 +141,11 @@ fn rig(ctx: &Ctx, name: &str) -> Result<Rig> {
 /// A case's own MariaDB primary my0 and `replicas` replicas my1.., and its
 /// own proxy.
 fn rig_with(ctx: &Ctx, name: &str, replicas: usize) -> Result<Rig> {
+    rig_endpoints(ctx, name, replicas, &[])
+}
+
+/// [`rig_with`], with `extra` endpoints (name, TOML) besides "rw" and "ro".
+pub(crate) fn rig_endpoints(ctx: &Ctx, name: &str, replicas: usize, extra: &[(&str, &str)]) -> Result<Rig> {
     let dir = ctx.case_dir(name)?;
     let opts = Options {
         pg: false,
@@ -151,12 +156,15 @@ fn rig_with(ctx: &Ctx, name: &str, replicas: usize) -> Result<Rig> {
     };
     let cluster = Cluster::up(&dir.join("cluster"), &opts)?;
     prepare(&cluster, replicas)?;
-    let text = config(&cluster, &dir);
-    Rig::start(&dir, cluster, &text, &["rw", "ro"])
+    let extra_toml: String = extra.iter().map(|(_, t)| *t).collect();
+    let text = config(&cluster, &dir, &extra_toml);
+    let mut names = vec!["rw", "ro"];
+    names.extend(extra.iter().map(|(n, _)| *n));
+    Rig::start(&dir, cluster, &text, &names)
 }
 
 /// A mysql_async connection as alice to app1 through the proxy at `addr`.
-async fn connect(addr: SocketAddr) -> Result<Conn> {
+pub(crate) async fn connect(addr: SocketAddr) -> Result<Conn> {
     let opts = mysql_async::OptsBuilder::default()
         .ip_or_hostname(addr.ip().to_string())
         .tcp_port(addr.port())

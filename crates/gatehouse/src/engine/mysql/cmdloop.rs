@@ -192,6 +192,7 @@ impl Session {
         if self.lost_block && self.in_lost_transaction(stream, cmd, payload).await? {
             return Ok(());
         }
+        self.decide_command(cmd, payload);
         match cmd {
             COM_PING => self.local_ok(stream).await,
             COM_SET_OPTION => self.set_option(stream, payload).await,

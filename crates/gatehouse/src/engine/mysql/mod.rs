@@ -35,6 +35,7 @@ mod lost;
 mod parked;
 mod relay;
 pub mod session;
+mod split;
 pub mod stmts;
 pub mod txn;
 pub mod vars;
@@ -185,6 +186,10 @@ impl Engine for MyEngine {
             *self.collations.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(table));
         }
         Ok(probe)
+    }
+
+    async fn write_position(conn: &mut MyConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
+        backend::write_position(conn).await
     }
 
     fn cancel_flight(conn: &MyConn) -> &Arc<crate::cancel::CancelFlight> {

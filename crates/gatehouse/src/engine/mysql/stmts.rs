@@ -87,6 +87,13 @@ pub struct Statements {
     next_id: u32,
 }
 
+impl Statements {
+    /// The text client statement `id` was prepared from.
+    pub fn text(&self, id: u32) -> Option<Arc<str>> {
+        self.by_id.get(&id).map(|st| st.sql.clone())
+    }
+}
+
 /// A statement prepared on one backend connection.
 #[derive(Debug, Clone)]
 pub struct BackendStmt {

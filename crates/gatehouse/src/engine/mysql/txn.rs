@@ -97,6 +97,10 @@ pub struct Session {
     pub(super) vars: Vars,
     pub(super) default_vars: Vars,
     pub stmts: Statements,
+    /// Split endpoints: where the lease is routed and read-your-writes.
+    pub(super) split: Option<Box<crate::split::SplitState>>,
+    /// Split endpoints: the running command's decision (`split.rs`).
+    pub(super) decision: crate::split::Decision,
 }
 
 /// Ends the session: (sequence id for the ERR packet, the error).
@@ -141,7 +145,12 @@ pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
         default_vars: vars.clone(),
         vars,
         stmts: Statements::default(),
+        split: None,
+        decision: crate::split::Decision::Write { wrote: true },
     });
+    if s.endpoint.role == crate::config::EndpointRole::Split {
+        s.split = Some(Box::default());
+    }
     if s.endpoint.pool_mode == PoolMode::Session {
         s.pin("session_mode");
     }
@@ -180,7 +189,7 @@ impl Session {
             || self.locked
             || self.cursor_open
             || self.long_data;
-        if keep || !self.take_last_insert_id().await {
+        if keep || !self.take_last_insert_id().await || !self.lease_ends().await {
             return;
         }
         if let Some(lease) = self.lease.take() {
@@ -245,8 +254,15 @@ impl Session {
     /// while it waits for one ends the wait: the statement does not run
     /// and answers 1317, as one the server interrupted.
     pub async fn conn(&mut self) -> Result<&mut MyConn, ProxyError> {
+        self.leave_read_lease().await;
         if self.lease.is_none() {
-            let routed = self.core.lease(&self.endpoint, &mut self.pool, self.cap.as_ref());
+            let intent = match self.split.as_deref() {
+                Some(split) => split.intent(self.decision),
+                None => crate::topology::Intent::Write,
+            };
+            let routed = self
+                .core
+                .lease(&self.endpoint, &mut self.pool, self.cap.as_ref(), intent);
             let waited = self.cancel.slot.unless_cancelled(routed).await;
             let interrupted = || ProxyError::new(Condition::Canceled, "Query execution was interrupted");
             let mut lease = match waited {
@@ -263,6 +279,9 @@ impl Session {
                 return Err(interrupted());
             }
             let lid = lease.conn().last_insert_id;
+            if let Some(split) = self.split.as_deref_mut() {
+                split.leased(self.decision, self.endpoint.read_your_writes);
+            }
             self.lease = Some(lease);
             self.carry.lease_changed();
             self.lid_lease_started(lid);
@@ -407,6 +426,7 @@ impl Session {
             let msg = "You have an error in your SQL syntax: multiple statements need CLIENT_MULTI_STATEMENTS";
             return self.error(stream, 1, ER_PARSE_ERROR, msg).await;
         }
+        self.decide_query(statements, dialect);
         let mut changes = Vec::new();
         let mut switch_to = None;
         let mut unlocks = false;

@@ -316,6 +316,9 @@ pub async fn probe(
                 writable: !in_recovery,
                 max_connections,
                 lag,
+                replayed: text(2)
+                    .filter(|_| in_recovery)
+                    .and_then(|t| crate::engine::position::Position::parse_lsn(&t)),
                 position: text(2),
             },
             conn,
@@ -326,6 +329,21 @@ pub async fn probe(
         Ok(Err(e)) => (Err(e), None),
         Err(_) => (Err(io_error(addr, "probe timed out")), None),
     }
+}
+
+/// The writer's WAL insert position: read on the connection a transaction
+/// just committed on, it is at or past that commit's record.
+const WRITE_POSITION_SQL: &str = "SELECT pg_current_wal_insert_lsn()::text";
+
+/// [`crate::engine::Engine::write_position`]: the WAL insert LSN.
+pub async fn write_position(conn: &mut PgConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
+    let rows = conn.control_query(WRITE_POSITION_SQL).await?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(crate::engine::position::Position::parse_lsn))
 }
 
 /// Sends a CancelRequest for `target` and waits for the server to close.

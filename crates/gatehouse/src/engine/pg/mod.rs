@@ -73,6 +73,10 @@ impl Engine for PgEngine {
         result
     }
 
+    async fn write_position(conn: &mut PgConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
+        backend::write_position(conn).await
+    }
+
     fn cancel_flight(conn: &PgConn) -> &std::sync::Arc<crate::cancel::CancelFlight> {
         &conn.cancels
     }

@@ -444,7 +444,10 @@ async fn prepare_backend(
     wanted: &[(String, String)],
     cap: Option<&TenantCap>,
 ) -> Result<Option<Lease<PgEngine>>, ProxyError> {
-    let mut lease = Box::pin(core.lease(endpoint, pool, cap)).await?;
+    // A session that holds its connection throughout (session mode, or
+    // state set up at login) runs everything there: on a split endpoint,
+    // the writer.
+    let mut lease = Box::pin(core.lease(endpoint, pool, cap, crate::topology::Intent::Write)).await?;
     let initial = lease.conn().initial.clone();
     if let Err(e) = Box::pin(tracked::apply(lease.conn(), &initial)).await {
         drop(lease);

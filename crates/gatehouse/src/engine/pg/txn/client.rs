@@ -104,6 +104,16 @@ impl TxSession {
                     )));
                 }
             };
+            if self.must_wait_for_read_lease() {
+                self.held = true;
+                return Ok(());
+            }
+            // A split endpoint routes by what the exchange does, read
+            // before its first message leaves the buffer.
+            let decision = match self.split {
+                Some(_) if self.lease.is_none() => Some(self.exchange_decision()),
+                _ => None,
+            };
             let msg = self.cbuf.split_to(len).freeze();
             tracing::trace!(tag = %char::from(tag), len, "client message");
             if tag == b'X' {
@@ -131,7 +141,7 @@ impl TxSession {
                 self.answer_lost_block(tag, &msg)?;
                 continue;
             }
-            if let Some(e) = self.ensure_lease().await? {
+            if let Some(e) = self.ensure_lease(decision).await? {
                 self.answer_refused(tag, &e);
                 continue;
             }

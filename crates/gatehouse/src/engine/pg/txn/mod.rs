@@ -7,12 +7,13 @@
 //! session and its relay loop; `server.rs` the backend side (borrowing,
 //! the server's messages, giving back), `client.rs` the frontend messages,
 //! `prepare.rs` the prepared statements, `lost.rs` a backend lost under a
-//! lease.
+//! lease, `split.rs` routing each exchange on a split endpoint.
 
 mod client;
 mod lost;
 mod prepare;
 mod server;
+mod split;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +96,11 @@ pub struct TxSession {
     lost_block: bool,
     /// In a lost block, the extended-query exchange under way ends it.
     lost_ending: bool,
+    /// Split endpoints: where the lease is routed and read-your-writes.
+    split: Option<Box<crate::split::SplitState>>,
+    /// Split endpoints: the client's next exchange waits for the read
+    /// lease to go back (`split.rs`); the client is not read meanwhile.
+    held: bool,
 }
 
 enum Event2 {
@@ -118,6 +124,7 @@ pub struct ParkedTx {
     readback: bool,
     client_skip: bool,
     status: u8,
+    split: Option<Box<crate::split::SplitState>>,
 }
 
 impl ParkedTx {
@@ -137,6 +144,7 @@ impl ParkedTx {
         tx.readback = self.readback;
         tx.client_skip = self.client_skip;
         tx.status = self.status;
+        tx.split = self.split;
         tx
     }
 }
@@ -155,6 +163,7 @@ impl TxSession {
             readback,
             client_skip,
             status,
+            split,
             ..
         } = self;
         ParkedTx {
@@ -168,6 +177,7 @@ impl TxSession {
             readback,
             client_skip,
             status,
+            split,
         }
     }
 
@@ -178,7 +188,10 @@ impl TxSession {
         cancel: CancelKey<super::backend::PgCancelTarget>,
         desired: tracked::Values,
     ) -> Self {
+        let split = (endpoint.role == crate::config::EndpointRole::Split).then(Box::default);
         Self {
+            split,
+            held: false,
             core,
             endpoint,
             pool,
@@ -330,7 +343,7 @@ impl TxSession {
             // a client outside a transaction not longer than the idle
             // timeout; a client idle inside its transaction is the server's
             // business (idle_in_transaction_session_timeout).
-            let deadline = if !self.cbuf.is_empty() {
+            let deadline = if !self.cbuf.is_empty() && !self.held {
                 Some(message_timeout)
             } else if idle {
                 self.endpoint.idle_client_timeout
@@ -358,8 +371,9 @@ impl TxSession {
                 // Shutdown wakes the task through its cancel slot (no
                 // waiter of the watch channel to link and unlink each time).
                 let shutting_down = idle::shutdown_begun(slot, shutdown);
+                let held = self.held;
                 tokio::select! {
-                    r = read_client(client, cbuf, deadline) => Event2::Client(r),
+                    r = read_client(client, cbuf, deadline), if !held => Event2::Client(r),
                     r = backend_read => Event2::Backend(r),
                     () = shutting_down, if !closing => Event2::Shutdown,
                 }
@@ -392,6 +406,12 @@ impl TxSession {
                     self.backend_messages()?;
                     self.flush(client).await?;
                     self.maybe_release().await?;
+                    if self.held && self.queue.is_empty() {
+                        // The read's answers are in: the waiting exchange goes on.
+                        self.held = false;
+                        self.client_messages().await?;
+                        self.flush(client).await?;
+                    }
                 }
                 Event2::Shutdown => closing = true,
             }

@@ -14,6 +14,8 @@ use super::{CONTROL_HOLD_LIMIT, TxSession, UNKNOWN_OWNER};
 use crate::cancel::LeaseWait;
 use crate::config::PoolMode;
 use crate::error::{Condition, ProxyError};
+use crate::split::Decision;
+use crate::topology::Intent;
 
 impl TxSession {
     /// At a transaction boundary, reads back changed parameters and returns
@@ -50,6 +52,21 @@ impl TxSession {
                 Err(e) => return Err(End::BackendGone(e.to_string())),
             }
         }
+        if let Some(split) = self.split.as_deref_mut() {
+            let wrote = if split.capture_due() {
+                match Box::pin(<crate::engine::pg::PgEngine as crate::engine::Engine>::write_position(
+                    lease.conn(),
+                ))
+                .await
+                {
+                    Ok(p) => p,
+                    Err(e) => return Err(End::BackendGone(e.to_string())),
+                }
+            } else {
+                None
+            };
+            split.released(wrote);
+        }
         self.cancel.slot.set(None);
         lease.recycle();
         Ok(())
@@ -60,13 +77,18 @@ impl TxSession {
     /// (no backend within the failover hold, the pool's borrow timeout) or
     /// a cancel request came while it waited: the message is answered with
     /// the error and the session goes on (see `answer_refused`).
-    pub(super) async fn ensure_lease(&mut self) -> Result<Option<ProxyError>, End> {
+    /// On a split endpoint, `decision` is what the exchange does.
+    pub(super) async fn ensure_lease(&mut self, decision: Option<Decision>) -> Result<Option<ProxyError>, End> {
         if self.lease.is_some() {
             return Ok(None);
         }
+        let intent = match (self.split.as_deref(), decision) {
+            (Some(split), Some(d)) => split.intent(d),
+            _ => Intent::Write,
+        };
         let routed = self
             .core
-            .lease(&self.endpoint, &mut self.pool, self.backend_cap.as_ref());
+            .lease(&self.endpoint, &mut self.pool, self.backend_cap.as_ref(), intent);
         let waited = Box::pin(self.cancel.slot.unless_cancelled(routed)).await;
         let cancelled = || ProxyError::new(Condition::Canceled, "canceling statement due to user request");
         let mut lease = match waited {
@@ -90,6 +112,9 @@ impl TxSession {
             // Cancelled while it was made ready: nothing of the client's ran.
             lease.recycle();
             return Ok(Some(cancelled()));
+        }
+        if let (Some(split), Some(d)) = (self.split.as_deref_mut(), decision) {
+            split.leased(d, self.endpoint.read_your_writes);
         }
         self.lease = Some(lease);
         Ok(None)
