@@ -53,28 +53,41 @@ fn may_write(reason: WriteReason) -> bool {
 /// order). Transaction control after a read-only `BEGIN` stays in that
 /// block; no statements at all (a lone Sync) is a read.
 pub fn decide(routes: impl IntoIterator<Item = Route>) -> Decision {
-    let mut read_only_block = false;
-    let mut decision = Decision::Read;
+    let mut fold = Fold::default();
     for route in routes {
-        let this = match route {
-            Route::Read => Decision::Read,
-            Route::Begin { read_only: true } => {
-                read_only_block = true;
-                Decision::Read
-            }
-            Route::Begin { read_only: false } => Decision::Write { wrote: true },
-            Route::Write(WriteReason::TransactionControl) if read_only_block => Decision::Read,
-            Route::Write(reason) => Decision::Write {
-                wrote: may_write(reason),
-            },
-        };
-        decision = match (decision, this) {
-            (Decision::Read, d) => d,
-            (Decision::Write { wrote: a }, Decision::Write { wrote: b }) => Decision::Write { wrote: a || b },
-            (w, Decision::Read) => w,
-        };
+        fold.add(route);
     }
-    decision
+    fold.decision()
+}
+
+/// [`decide`] one route at a time (no list on the hot path).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fold {
+    read_only_block: bool,
+    write: Option<bool>,
+}
+
+impl Fold {
+    pub fn add(&mut self, route: Route) {
+        let wrote = match route {
+            Route::Read => return,
+            Route::Begin { read_only: true } => {
+                self.read_only_block = true;
+                return;
+            }
+            Route::Write(WriteReason::TransactionControl) if self.read_only_block => return,
+            Route::Begin { read_only: false } => true,
+            Route::Write(reason) => may_write(reason),
+        };
+        self.write = Some(self.write.unwrap_or(false) || wrote);
+    }
+
+    pub fn decision(&self) -> Decision {
+        match self.write {
+            None => Decision::Read,
+            Some(wrote) => Decision::Write { wrote },
+        }
+    }
 }
 
 /// What the lease a split session holds was routed for.

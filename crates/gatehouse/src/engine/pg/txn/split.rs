@@ -17,7 +17,7 @@ use gatehouse_proto_pg::messages;
 use gatehouse_sql::{Route, WriteReason};
 
 use super::TxSession;
-use crate::split::{Decision, Leased, decide};
+use crate::split::{Decision, Fold, Leased, decide};
 
 /// Most messages looked at ahead for one exchange's Sync; an exchange
 /// longer than this goes to the writer.
@@ -26,18 +26,18 @@ const MAX_LOOKAHEAD_MESSAGES: usize = 256;
 const UNKNOWN: Route = Route::Write(WriteReason::Unknown);
 
 /// The routes of the statements in `sql` (a simple query may hold several).
-fn routes_of(sql: &str, read_only_functions: &[&str], out: &mut Vec<Route>) {
+fn routes_of(sql: &str, read_only_functions: &[&str], out: &mut Fold) {
     let one = sql.trim_end().trim_end_matches(';');
     if !one.contains(';') {
-        out.push(gatehouse_sql::route_with(one, read_only_functions));
+        out.add(gatehouse_sql::route_with(one, read_only_functions));
         return;
     }
     let statements = gatehouse_sql::split_statements(sql);
     if statements.is_empty() {
-        out.push(UNKNOWN);
+        out.add(UNKNOWN);
     }
     for s in statements {
-        out.push(gatehouse_sql::route_with(s, read_only_functions));
+        out.add(gatehouse_sql::route_with(s, read_only_functions));
     }
 }
 
@@ -45,7 +45,7 @@ impl TxSession {
     /// What the exchange that starts at the head of the client buffer does.
     pub(super) fn exchange_decision(&self) -> Decision {
         let functions: Vec<&str> = self.endpoint.read_only_functions.iter().map(String::as_str).collect();
-        let mut routes = Vec::new();
+        let mut routes = Fold::default();
         let mut buf = &self.cbuf[..];
         // The unnamed statement as the exchange leaves it (a Parse of "" replaces it).
         let mut unnamed: Option<&str> = self.registry.unnamed().map(|(_, st)| &*st.query);
@@ -60,7 +60,7 @@ impl TxSession {
                 b'Q' => {
                     let sql = messages::body(msg).split_last().map(|(_, s)| s).unwrap_or_default();
                     routes_of(&String::from_utf8_lossy(sql), &functions, &mut routes);
-                    return decide(routes);
+                    return routes.decision();
                 }
                 b'P' => {
                     let Ok(p) = extended::parse_parse(msg) else {
@@ -83,11 +83,11 @@ impl TxSession {
                     match text {
                         Some(t) => routes_of(t, &functions, &mut routes),
                         // Not prepared (the server will say so): anywhere is as good.
-                        None => routes.push(UNKNOWN),
+                        None => routes.add(UNKNOWN),
                     }
                 }
                 b'D' | b'E' | b'C' | b'H' => {}
-                b'S' => return decide(routes),
+                b'S' => return routes.decision(),
                 // Function calls, COPY data and anything else: the writer.
                 _ => return decide([UNKNOWN]),
             }
