@@ -36,6 +36,11 @@ pub enum Decision {
     /// The writer; `wrote`: it may change data, so its commit position
     /// matters for the client's later reads.
     Write { wrote: bool },
+    /// Reads of results that belong to the session's connection (`SHOW
+    /// WARNINGS`, `FOUND_ROWS()`, `LAST_INSERT_ID()`): on the connection
+    /// the session still holds, if it holds one (MySQL keeps it for the
+    /// command after a statement with warnings), else on the writer.
+    Follow,
 }
 
 /// Whether a statement of this reason may leave a change a later read must see.
@@ -65,6 +70,7 @@ pub fn decide(routes: impl IntoIterator<Item = Route>) -> Decision {
 pub struct Fold {
     read_only_block: bool,
     write: Option<bool>,
+    session_bound: bool,
 }
 
 impl Fold {
@@ -76,6 +82,10 @@ impl Fold {
                 return;
             }
             Route::Write(WriteReason::TransactionControl) if self.read_only_block => return,
+            Route::Write(WriteReason::SessionBound) => {
+                self.session_bound = true;
+                return;
+            }
             Route::Begin { read_only: false } => true,
             Route::Write(reason) => may_write(reason),
         };
@@ -83,9 +93,10 @@ impl Fold {
     }
 
     pub fn decision(&self) -> Decision {
-        match self.write {
-            None => Decision::Read,
-            Some(wrote) => Decision::Write { wrote },
+        match (self.write, self.session_bound) {
+            (Some(wrote), _) => Decision::Write { wrote },
+            (None, true) => Decision::Follow,
+            (None, false) => Decision::Read,
         }
     }
 }
@@ -118,7 +129,7 @@ impl SplitState {
             Decision::Read => Intent::Read {
                 after: self.after.as_ref(),
             },
-            Decision::Write { .. } => Intent::Write,
+            Decision::Write { .. } | Decision::Follow => Intent::Write,
         }
     }
 
@@ -130,6 +141,7 @@ impl SplitState {
             Decision::Write { wrote } => Leased::Write {
                 capture: wrote && read_your_writes,
             },
+            Decision::Follow => Leased::Write { capture: false },
         };
     }
 
@@ -183,6 +195,11 @@ mod tests {
             Decision::Write { wrote: true }
         );
         assert_eq!(decide([w(WriteReason::SessionState)]), Decision::Write { wrote: false });
+        assert_eq!(decide([w(WriteReason::SessionBound)]), Decision::Follow);
+        assert_eq!(
+            decide([w(WriteReason::SessionBound), w(WriteReason::SessionState)]),
+            Decision::Write { wrote: false }
+        );
         assert_eq!(
             decide([w(WriteReason::SessionState), w(WriteReason::Unknown)]),
             Decision::Write { wrote: true }

@@ -344,3 +344,13 @@ proptest! {
         prop_assert_eq!(d.status, Some(status));
     }
 }
+
+#[test]
+fn a_result_sets_warnings_come_from_its_final_eof() {
+    let mut packets = result_set(false, &[text_row()], 0);
+    let mut last = BytesMut::new();
+    EofPacket { warnings: 3, status: 0 }.encode(&mut last);
+    *packets.last_mut().unwrap() = last.to_vec();
+    assert_eq!(run(Q, false, &packets).warnings, 3);
+    assert_eq!(run(Q, false, &result_set(false, &[text_row()], 0)).warnings, 0);
+}

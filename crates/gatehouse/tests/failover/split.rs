@@ -21,12 +21,20 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("split::pg::pgbench_reads_on_replicas_writes_on_the_writer", pg_pgbench),
         ("split::pg::reads_see_the_clients_writes_with_replicas_delayed", pg_ryw),
         (
+            "split::pg::a_write_pipelined_behind_a_read_runs_on_the_writer",
+            pg_pipelined,
+        ),
+        (
             "split::mysql::sysbench_reads_on_replicas_writes_on_the_writer",
             mysql_sysbench,
         ),
         (
             "split::mysql::reads_see_the_clients_writes_with_replicas_delayed",
             mysql_ryw,
+        ),
+        (
+            "split::mysql::writes_after_reads_with_warnings_run_on_the_writer",
+            mysql_kept_read_lease,
         ),
     ]
 }
@@ -217,6 +225,61 @@ fn pg_pgbench(ctx: &Ctx) -> Result<()> {
     let after = pg_all_scans(&rig)?;
     tracing::info!(?before, ?after, routed_reader, "custom script through split");
     Ok(())
+}
+
+/// A client that pipelines (tokio-postgres sends concurrent requests on
+/// one connection without waiting): reads, a write queued behind them
+/// before their answers are in, a read-only block; every write must land
+/// on the writer (on a replica it would fail: 25006), every read succeed.
+fn pg_pipelined(ctx: &Ctx) -> Result<()> {
+    let rig = crate::pg::rig(ctx, "split_pg_pipelined", 2, &[SPLIT])?;
+    rig.wait_roles("postgres", "pg0", &["pg1", "pg2"])?;
+    let addr = rig.addr("split");
+    let writer = rig.server_port("pg0")?;
+    rig.handle().block_on(async move {
+        let client = crate::pg::connect(addr).await?;
+        let port = client.prepare("SELECT inet_server_port()").await?;
+        for round in 0..50 {
+            let tag = format!("pipelined-{round}");
+            let insert = crate::pg::insert_sql(&tag);
+            let (r1, w, r2) = tokio::join!(
+                client.query_one(&port, &[]),
+                client.query_one(insert.as_str(), &[]),
+                client.query_one(&port, &[]),
+            );
+            let stored_on: i32 = w.with_context(|| format!("round {round}: the pipelined write"))?.get(0);
+            ensure!(
+                stored_on == i32::from(writer),
+                "round {round}: the write landed on port {stored_on}"
+            );
+            r1?;
+            r2?;
+            // Simple queries, pipelined the same way.
+            let simple_insert = format!("INSERT INTO t (who) VALUES ('{tag}-simple')");
+            let (a, b) = tokio::join!(client.simple_query("SELECT 1"), client.simple_query(&simple_insert));
+            a?;
+            b.with_context(|| format!("round {round}: the pipelined simple write"))?;
+        }
+        // A read-only block on a replica (a new client: this one's reads
+        // wait for the replicas to replay its writes): its reads succeed,
+        // a write in it fails as it would on the writer.
+        let client = crate::pg::connect(addr).await?;
+        let port = client.prepare("SELECT inet_server_port()").await?;
+        client.batch_execute("BEGIN READ ONLY").await?;
+        let in_block: i32 = client.query_one(&port, &[]).await?.get(0);
+        let err = client
+            .simple_query("INSERT INTO t (who) VALUES ('in-a-read-only-block')")
+            .await
+            .err()
+            .and_then(|e| e.code().cloned());
+        ensure!(
+            err == Some(tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION),
+            "a write in a READ ONLY block: {err:?}"
+        );
+        client.batch_execute("ROLLBACK").await?;
+        ensure!(in_block != i32::from(writer), "the read-only block ran on the writer");
+        anyhow::Ok(())
+    })
 }
 
 /// Sets every replica's apply delay (`recovery_min_apply_delay`).
@@ -544,4 +607,31 @@ fn mysql_ryw(ctx: &Ctx) -> Result<()> {
         || mysql_delay(&rig, 1),
         |endpoint, clients, iterations| mysql_write_then_read(&rig, endpoint, clients, iterations),
     )
+}
+
+/// Reads with warnings, then a write, over and over: each read on a
+/// replica, each write on the writer (a read's lease never carries the
+/// next command to a replica). Without read-your-writes, so every round's
+/// read is on a replica.
+fn mysql_kept_read_lease(ctx: &Ctx) -> Result<()> {
+    let rig = crate::mysql::rig_endpoints(ctx, "split_mysql_kept", 2, &[SPLIT_STALE])?;
+    rig.wait_roles("mysql", "my0", &["my1", "my2"])?;
+    let addr = rig.addr("split_stale");
+    let writer = rig.server_port("my0")?;
+    rig.handle().block_on(async move {
+        let mut conn = crate::mysql::connect(addr).await?;
+        for round in 0..20 {
+            // A warning (truncated conversion) on a read.
+            let read_on: Option<u16> = conn.query_first("SELECT @@port + CAST('1x' AS SIGNED) - 1").await?;
+            ensure!(read_on != Some(writer), "round {round}: the read ran on the writer");
+            conn.query_drop(format!("INSERT INTO t (who) VALUES ('kept-{round}')"))
+                .await?;
+            let port: Option<u16> = conn
+                .query_first(format!("SELECT port FROM t WHERE who = 'kept-{round}' FOR UPDATE"))
+                .await?;
+            ensure!(port == Some(writer), "round {round}: the write landed on {port:?}");
+        }
+        conn.disconnect().await?;
+        anyhow::Ok(())
+    })
 }

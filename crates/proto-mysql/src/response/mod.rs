@@ -103,6 +103,9 @@ pub struct Done {
     /// Rows of the reply's last result, when it was a result set; `None`
     /// when the last result was an OK (or an error).
     pub last_rows: Option<u64>,
+    /// Warnings the last OK or EOF reported (a result set's count comes
+    /// in its final EOF): what `SHOW WARNINGS` would list next.
+    pub warnings: u16,
 }
 
 impl Done {

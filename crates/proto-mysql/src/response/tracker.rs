@@ -258,6 +258,7 @@ impl ResponseTracker {
         } else {
             let eof = EofPacket::decode(p)?;
             self.done.status = Some(eof.status);
+            self.done.warnings = eof.warnings;
             eof.status
         };
         let more = status & SERVER_MORE_RESULTS_EXISTS != 0;
@@ -269,6 +270,7 @@ impl ResponseTracker {
 
     fn record_ok(&mut self, ok: &OkPacket) {
         self.done.status = Some(ok.status);
+        self.done.warnings = ok.warnings;
         self.done.session_state_changed |= ok.status & SERVER_SESSION_STATE_CHANGED != 0;
         self.done.insert_id_seen |= ok.last_insert_id != 0;
         self.done.ok = Some(OkSummary {

@@ -156,6 +156,9 @@ impl Carry {
                 self.found_rows = rows;
                 self.found_rows_here = true;
             }
+            // Warnings of an OK only: a lease kept for the warnings of a
+            // result set would be held by a client that then idles (reads
+            // with warnings are common), starving the pool.
             self.warnings = done.ok.is_some_and(|ok| ok.warnings > 0);
         }
         let autocommit = done.status.map(|s| s & SERVER_STATUS_AUTOCOMMIT != 0);

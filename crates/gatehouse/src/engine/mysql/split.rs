@@ -67,13 +67,15 @@ impl Session {
 
     /// Before a command borrows: a read lease kept past its statement
     /// (warnings, `LAST_INSERT_ID()`) goes back when the command is not a
-    /// read and nothing else holds the lease.
+    /// read (nor one of the session's own results, which it holds: `SHOW
+    /// WARNINGS`) and nothing else holds the lease.
     pub(super) async fn leave_read_lease(&mut self) {
         let Some(split) = self.split.as_deref() else {
             return;
         };
         let held = self.pinned.is_some() || self.in_transaction || self.locked || self.cursor_open || self.long_data;
-        if self.lease.is_none() || held || split.lease() != Leased::Read || self.decision == Decision::Read {
+        let stays = matches!(self.decision, Decision::Read | Decision::Follow);
+        if self.lease.is_none() || held || split.lease() != Leased::Read || stays {
             return;
         }
         if !self.take_last_insert_id().await {
