@@ -491,3 +491,35 @@ fn mysql_ed25519_keys_are_checked() {
         assert!(!p[0].message.contains(bad), "the bad key is echoed: {p:?}");
     }
 }
+
+#[test]
+fn split_endpoints_read_their_writes_unless_told_not_to() {
+    let split = good().replace("role = \"read_write\"", "role = \"split\"");
+    let s = parse(&split, Path::new(".")).unwrap();
+    assert_eq!(s.endpoints[0].role, crate::config::EndpointRole::Split);
+    assert!(s.endpoints[0].read_your_writes, "on by default");
+    let off = good().replace(
+        "role = \"read_write\"",
+        "role = \"split\"\nread_your_writes = false\nread_only_functions = [\"price_of\"]\nmax_replica_lag = \"2s\"",
+    );
+    let s = parse(&off, Path::new(".")).unwrap();
+    assert!(!s.endpoints[0].read_your_writes);
+    assert_eq!(s.endpoints[0].read_only_functions, vec!["price_of".to_string()]);
+    // Split keys on other roles, and a read-only endpoint's fallback on a
+    // split one, are mistakes.
+    let misplaced = good().replace(
+        "role = \"read_write\"",
+        "role = \"read_write\"\nread_your_writes = true",
+    );
+    assert!(
+        problems(&misplaced)
+            .iter()
+            .any(|p| p.message.contains("split endpoints only"))
+    );
+    let fallback = good().replace("role = \"read_write\"", "role = \"split\"\nreader_fallback = \"error\"");
+    assert!(
+        problems(&fallback)
+            .iter()
+            .any(|p| p.message.contains("read_only endpoints only"))
+    );
+}
