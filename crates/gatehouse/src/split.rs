@@ -86,7 +86,9 @@ impl Fold {
                 self.session_bound = true;
                 return;
             }
-            Route::Begin { read_only: false } => true,
+            // A block may or may not write: its statements tell
+            // ([`SplitState::noted`]).
+            Route::Begin { read_only: false } => false,
             Route::Write(reason) => may_write(reason),
         };
         self.write = Some(self.write.unwrap_or(false) || wrote);
@@ -143,6 +145,23 @@ impl SplitState {
             },
             Decision::Follow => Leased::Write { capture: false },
         };
+    }
+
+    /// A statement (or exchange) decided `decision` runs on the lease held
+    /// now: in a block begun on the writer, the first one that may write
+    /// makes its position due at the end.
+    pub fn noted(&mut self, decision: Decision, read_your_writes: bool) {
+        if read_your_writes
+            && let (Leased::Write { capture: false }, Decision::Write { wrote: true }) = (self.leased, decision)
+        {
+            self.leased = Leased::Write { capture: true };
+        }
+    }
+
+    /// Whether [`Self::noted`] could change anything now (saves routing
+    /// each statement of a block once its position is due anyway).
+    pub fn watching(&self, read_your_writes: bool) -> bool {
+        read_your_writes && self.leased == (Leased::Write { capture: false })
     }
 
     /// What the lease held now is for.
@@ -218,6 +237,10 @@ mod tests {
         );
         assert_eq!(
             decide([Route::Begin { read_only: false }, Route::Read]),
+            Decision::Write { wrote: false }
+        );
+        assert_eq!(
+            decide([Route::Begin { read_only: false }, w(WriteReason::Modifies)]),
             Decision::Write { wrote: true }
         );
         // A COMMIT with no read-only block before it: the writer.
@@ -242,5 +265,11 @@ mod tests {
         }
         s.leased(Decision::Write { wrote: true }, false);
         assert!(!s.capture_due(), "read-your-writes off reads no position");
+        // A block that only reads owes no position; one that writes does.
+        s.leased(Decision::Write { wrote: false }, true);
+        s.noted(Decision::Read, true);
+        assert!(!s.capture_due());
+        s.noted(Decision::Write { wrote: true }, true);
+        assert!(s.capture_due());
     }
 }

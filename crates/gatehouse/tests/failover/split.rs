@@ -65,7 +65,8 @@ read_your_writes = false
 "#,
 );
 
-/// Write-then-read iterations with read-your-writes on, over this many clients.
+/// Write-then-read iterations with read-your-writes on, over this many
+/// clients (half the writes in autocommit, half in explicit blocks).
 const RYW_ITERATIONS: usize = 10_000;
 const RYW_CLIENTS: usize = 10;
 /// With it off: enough to see stale reads.
@@ -314,7 +315,15 @@ fn pg_write_then_read(rig: &Rig, endpoint: &'static str, clients: usize, iterati
                     .await?;
                 let mut stale = 0usize;
                 for i in 1..=iterations as i64 {
-                    client.execute("UPDATE kv SET v = $2 WHERE k = $1", &[&id, &i]).await?;
+                    // Every other write in an explicit block (whose BEGIN
+                    // alone says nothing of writing).
+                    if i % 2 == 0 {
+                        client.batch_execute("BEGIN").await?;
+                        client.execute("UPDATE kv SET v = $2 WHERE k = $1", &[&id, &i]).await?;
+                        client.batch_execute("COMMIT").await?;
+                    } else {
+                        client.execute("UPDATE kv SET v = $2 WHERE k = $1", &[&id, &i]).await?;
+                    }
                     // A replica behind may not have the row at all yet.
                     let row = client.query_opt("SELECT v FROM kv WHERE k = $1", &[&id]).await?;
                     if row.map(|r| r.get::<_, i64>(0)) != Some(i) {
@@ -563,7 +572,14 @@ fn mysql_write_then_read(rig: &Rig, endpoint: &'static str, clients: usize, iter
                 conn.exec_drop("REPLACE INTO kv (k, v) VALUES (?, 0)", (&id,)).await?;
                 let mut stale = 0usize;
                 for i in 1..=iterations as i64 {
-                    conn.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (i, &id)).await?;
+                    // Every other write in an explicit block.
+                    if i % 2 == 0 {
+                        conn.query_drop("START TRANSACTION").await?;
+                        conn.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (i, &id)).await?;
+                        conn.query_drop("COMMIT").await?;
+                    } else {
+                        conn.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (i, &id)).await?;
+                    }
                     let v: Option<i64> = conn.exec_first("SELECT v FROM kv WHERE k = ?", (&id,)).await?;
                     if v != Some(i) {
                         stale += 1;

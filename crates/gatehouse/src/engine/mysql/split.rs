@@ -35,6 +35,16 @@ impl Session {
             let functions: Vec<&str> = self.endpoint.read_only_functions.iter().map(String::as_str).collect();
             decide(statements.iter().map(|s| my_sql::route_with(s, dialect, &functions)))
         };
+        self.note_on_lease();
+    }
+
+    /// In a block on the writer, a command that may write makes the
+    /// block's position due ([`crate::split::SplitState::noted`]).
+    fn note_on_lease(&mut self) {
+        let (ryw, decision, leased) = (self.endpoint.read_your_writes, self.decision, self.lease.is_some());
+        if leased && let Some(split) = self.split.as_deref_mut() {
+            split.noted(decision, ryw);
+        }
     }
 
     /// The decision for a command other than a text query.
@@ -58,6 +68,7 @@ impl Session {
             }
             _ => WRITER,
         };
+        self.note_on_lease();
     }
 
     fn route_one(&self, sql: &str) -> Decision {

@@ -191,8 +191,12 @@ impl TxSession {
         match tag {
             b'Q' => {
                 let sql = messages::body(&msg).split_last().map(|(_, s)| s).unwrap_or_default();
-                if self.note_effects(&String::from_utf8_lossy(sql)) {
+                let sql = String::from_utf8_lossy(sql);
+                if self.note_effects(&sql) {
                     self.readback = true;
+                }
+                if self.split.is_some() {
+                    self.note_statement(&sql);
                 }
                 self.to_backend.extend_from_slice(&msg);
                 self.queue.push(Pending::Query, &mut self.to_client);
@@ -222,6 +226,17 @@ impl TxSession {
                     self.registry.get(b.statement).is_some_and(|st| st.touches_tracked)
                 };
                 self.readback |= touches;
+                if self.split.is_some() {
+                    let text = if b.statement.is_empty() {
+                        self.registry.unnamed().map(|(_, st)| st.query.clone())
+                    } else {
+                        self.registry.get(b.statement).map(|st| st.query.clone())
+                    };
+                    match text {
+                        Some(t) => self.note_statement(&t),
+                        None => self.note_statement(""),
+                    }
+                }
                 match self.resolve(b.statement) {
                     Some(proxy) => extended::put_bind(&mut self.to_backend, b.portal, &proxy, b.rest),
                     None => self.to_backend.extend_from_slice(&msg),

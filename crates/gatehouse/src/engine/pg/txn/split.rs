@@ -95,6 +95,22 @@ impl TxSession {
         decide([UNKNOWN])
     }
 
+    /// A statement sent on the lease held now (a simple query's text, or
+    /// the text of the statement a Bind executes): in a block on the
+    /// writer, one that may write makes the block's position due.
+    pub(super) fn note_statement(&mut self, sql: &str) {
+        let ryw = self.endpoint.read_your_writes;
+        if !self.split.as_deref().is_some_and(|s| s.watching(ryw)) {
+            return;
+        }
+        let functions: Vec<&str> = self.endpoint.read_only_functions.iter().map(String::as_str).collect();
+        let mut fold = Fold::default();
+        routes_of(sql, &functions, &mut fold);
+        if let Some(split) = self.split.as_deref_mut() {
+            split.noted(fold.decision(), ryw);
+        }
+    }
+
     /// Whether the exchange at the head of the client buffer must wait for
     /// the read lease the session holds to go back (see the module docs).
     pub(super) fn must_wait_for_read_lease(&self) -> bool {
