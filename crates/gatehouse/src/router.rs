@@ -24,9 +24,10 @@ use tokio::time::Instant;
 use crate::config::{EndpointRole, EndpointSettings};
 use crate::core::Core;
 use crate::engine::Engine;
+use crate::engine::position::Position;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
-use crate::topology::{ClusterState, Intent};
+use crate::topology::{Choice, ClusterState, Intent, Why};
 
 /// The longest a lease waits before routing again after its backend
 /// refused a connection, when the topology does not change sooner.
@@ -166,11 +167,21 @@ impl<E: Engine> Core<E> {
         intent: Intent<'_>,
     ) -> Result<Lease<E>, ProxyError> {
         let state = self.cluster_state(endpoint)?;
+        let choice = state.choose(endpoint, intent);
+        // A read after the client's write that no replica had replayed at
+        // its last probe: the least busy replica is asked how far it is now.
+        if let Some(c) = &choice
+            && c.why == Why::WriterReadYourWrites
+            && let Intent::Read { after: Some(need) } = intent
+            && let Some(lease) = Box::pin(self.caught_up_reader(&state, endpoint, pool, cap, need)).await
+        {
+            return Ok(lease);
+        }
         // The common case, kept small (its future is boxed with every
         // transaction's): the backend chosen is the one used last, and it
         // lends at once. Everything else (another backend, no backend, a
         // backend that cannot be reached) takes the boxed slow path.
-        if let Some(choice) = state.choose(endpoint, intent)
+        if let Some(choice) = choice
             && pool.key().backend == choice.backend.addr
         {
             match pool.lease_for(cap).await {
@@ -183,6 +194,50 @@ impl<E: Engine> Core<E> {
             }
         }
         Box::pin(self.lease_routed(&state, endpoint, pool, cap, intent)).await
+    }
+
+    /// A lease on the least busy usable replica if, asked on the connection
+    /// lent, it has replayed `need` (the client's last write); its answer
+    /// also moves what the topology knows of it forward, for every session.
+    /// `None`: the read goes to the writer.
+    async fn caught_up_reader(
+        &self,
+        state: &ClusterState,
+        endpoint: &EndpointSettings,
+        pool: &mut Arc<Pool<E>>,
+        cap: Option<&TenantCap>,
+        need: &Position,
+    ) -> Option<Lease<E>> {
+        let candidate = state.choose(endpoint, Intent::Read { after: None })?;
+        if candidate.why != Why::LeastBusyReader {
+            return None;
+        }
+        let mut key = pool.key().clone();
+        key.backend = candidate.backend.addr.clone();
+        let reader_pool = self.pool_on(state, key, &pool.secret(), &candidate.backend.leases);
+        let mut lease = reader_pool.lease_for(cap).await.ok()?;
+        match E::replay_position(lease.conn()).await {
+            Ok(Some(at)) => {
+                let covers = at.covers(need);
+                candidate.backend.note_replayed(at);
+                if !covers {
+                    lease.recycle();
+                    return None;
+                }
+                state.routed(&Choice {
+                    backend: candidate.backend.clone(),
+                    why: Why::CaughtUpReader,
+                });
+                *pool = reader_pool;
+                Some(lease)
+            }
+            Ok(None) => {
+                lease.recycle();
+                None
+            }
+            // The connection failed under the question: not reused.
+            Err(_) => None,
+        }
     }
 
     /// [`Core::lease`] when the backend changes, is missing or fails.

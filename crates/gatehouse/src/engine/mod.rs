@@ -35,9 +35,10 @@ pub struct Probe {
     /// replayed transaction; MariaDB: `Seconds_Behind_Master`).
     pub lag: Option<Duration>,
     /// Replication position as the server prints it (PostgreSQL: the
-    /// replayed or current WAL LSN; MariaDB: a replica's `Gtid_Slave_Pos`).
+    /// replayed or current WAL LSN; MariaDB: a replica's `Gtid_IO_Pos`).
     pub position: Option<String>,
-    /// What a replica has replayed, parsed (read-your-writes compares it).
+    /// What a replica has replayed, parsed (read-your-writes compares it;
+    /// MariaDB: `@@gtid_slave_pos`).
     pub replayed: Option<position::Position>,
 }
 
@@ -98,6 +99,12 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// a transaction committed there (read-your-writes on split
     /// endpoints); `None` when the server has none to give.
     fn write_position(
+        conn: &mut Self::Conn,
+    ) -> impl Future<Output = Result<Option<position::Position>, ProxyError>> + Send;
+
+    /// How far a replica has replayed, read on `conn` (a connection lent
+    /// from its pool); `None` when the server has no position to give.
+    fn replay_position(
         conn: &mut Self::Conn,
     ) -> impl Future<Output = Result<Option<position::Position>, ProxyError>> + Send;
 

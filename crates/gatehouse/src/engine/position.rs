@@ -29,7 +29,7 @@ impl Position {
     }
 
     /// Parses a MariaDB GTID list (`domain-server-seq[,...]`, as
-    /// `@@last_gtid` and `Gtid_Slave_Pos` print it). An empty text is the
+    /// `@@last_gtid` and `@@gtid_slave_pos` print it). An empty text is the
     /// empty position (nothing required, nothing replayed).
     pub fn parse_gtid(text: &str) -> Option<Self> {
         let mut out: Vec<(u32, u64)> = Vec::new();

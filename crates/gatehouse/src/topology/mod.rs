@@ -17,6 +17,7 @@
 //! A cluster without `monitor_secret` cannot be probed: its first backend is
 //! taken as the writer and the rest as readers, all assumed up.
 
+mod choice;
 pub mod monitor;
 pub mod operate;
 mod registry;
@@ -29,10 +30,11 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use tokio::sync::{Notify, watch};
 
-use crate::config::{ClusterSettings, EndpointRole, EndpointSettings, ReaderFallback};
+use crate::config::ClusterSettings;
 use crate::engine::Probe;
 use crate::engine::position::Position;
 
+pub use self::choice::{Choice, Intent, Why};
 pub use self::monitor::{monitor, probe_once};
 pub use self::registry::Topology;
 
@@ -146,6 +148,15 @@ impl BackendState {
         was_up != h.up
     }
 
+    /// A replica's replay position read outside the probes (on a
+    /// connection lent for a read): kept when it is further along.
+    pub fn note_replayed(&self, position: Position) {
+        let mut h = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        if h.replayed.as_ref().is_none_or(|old| position.covers(old)) {
+            h.replayed = Some(position);
+        }
+    }
+
     fn set_fence(&self, fence: Fence) {
         self.health.lock().unwrap_or_else(PoisonError::into_inner).fence = fence;
     }
@@ -182,7 +193,7 @@ pub struct ClusterState {
     /// Sessions waiting for a backend to route to.
     pub waiting: AtomicUsize,
     /// Leases routed, by [`Why`] (in the order of [`Why::ALL`]).
-    routed_why: [AtomicU64; 4],
+    routed_why: [AtomicU64; 5],
     /// Ties between equally loaded readers go round.
     next_reader: AtomicUsize,
     /// Paused by an operator (the cluster, or some of its endpoints).
@@ -196,63 +207,6 @@ struct Election {
     /// When the writer was lost, while there is none.
     lost: Option<(Instant, SystemTime, Option<String>)>,
     events: VecDeque<FailoverEvent>,
-}
-
-/// Where the router sends a lease, and why.
-pub struct Choice {
-    pub backend: Arc<BackendState>,
-    pub why: Why,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Why {
-    /// The elected writer (read/write endpoints).
-    Writer,
-    /// The up-to-date replica with the fewest leases outstanding.
-    LeastBusyReader,
-    /// A read with no usable replica: the writer.
-    WriterFallback,
-    /// A split endpoint's read after the client's write, which no usable
-    /// replica has replayed yet: the writer.
-    WriterReadYourWrites,
-}
-
-impl Why {
-    pub const ALL: [Why; 4] = [
-        Why::Writer,
-        Why::LeastBusyReader,
-        Why::WriterFallback,
-        Why::WriterReadYourWrites,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Writer => "writer",
-            Self::LeastBusyReader => "least_busy_reader",
-            Self::WriterFallback => "writer_fallback",
-            Self::WriterReadYourWrites => "writer_read_your_writes",
-        }
-    }
-}
-
-/// What a lease is for. Read/write endpoints always lease the writer and
-/// read-only endpoints a reader; a split endpoint decides per transaction
-/// (`crate::split`).
-#[derive(Debug, Clone, Copy)]
-pub enum Intent<'a> {
-    /// Writes, or anything not known to be a read: the writer.
-    Write,
-    /// A read-only transaction: a replica, one that has replayed `after`
-    /// (the client's last write) when given.
-    Read { after: Option<&'a Position> },
-}
-
-/// What [`ClusterState::least_busy_reader`] found.
-enum Reader {
-    Found(Arc<BackendState>),
-    /// Usable replicas, but none has replayed the required position.
-    NotReplayed,
-    None,
 }
 
 /// The role of the `i`th configured backend before any probe: unknown when
@@ -518,107 +472,6 @@ impl ClusterState {
             });
         }
         out
-    }
-
-    /// The backend that should serve the next lease of `endpoint`, as the
-    /// topology is now; `None` when there is none (the router waits).
-    pub fn choose(&self, endpoint: &EndpointSettings, intent: Intent<'_>) -> Option<Choice> {
-        self.choose_for(endpoint, intent, true)
-    }
-
-    /// [`Self::choose`] for a look only (a session's first pool): the turn
-    /// among tied replicas does not move.
-    pub fn peek(&self, endpoint: &EndpointSettings) -> Option<Choice> {
-        self.choose_for(endpoint, Intent::Write, false)
-    }
-
-    fn choose_for(&self, endpoint: &EndpointSettings, intent: Intent<'_>, take_turn: bool) -> Option<Choice> {
-        // Only a backend up and writable is elected, and one that stops
-        // being either is unelected in the same probe round: no look at
-        // its health is needed here.
-        if self.holds(&endpoint.name) {
-            return None;
-        }
-        let writer = |why| {
-            self.writer
-                .load_full()
-                .filter(|w| !w.draining.load(Ordering::Relaxed))
-                .map(|backend| Choice { backend, why })
-        };
-        let after = match (endpoint.role, intent) {
-            (EndpointRole::ReadWrite, _) | (EndpointRole::Split, Intent::Write) => return writer(Why::Writer),
-            (EndpointRole::ReadOnly, _) => None,
-            (EndpointRole::Split, Intent::Read { after }) => after,
-        };
-        match self.least_busy_reader(endpoint.max_replica_lag, after, take_turn) {
-            Reader::Found(backend) => Some(Choice {
-                backend,
-                why: Why::LeastBusyReader,
-            }),
-            Reader::NotReplayed => writer(Why::WriterReadYourWrites),
-            Reader::None if endpoint.role == EndpointRole::Split => writer(Why::WriterFallback),
-            Reader::None => match endpoint.reader_fallback {
-                ReaderFallback::Writer => writer(Why::WriterFallback),
-                ReaderFallback::Error => None,
-            },
-        }
-    }
-
-    /// The up replica, within `max_lag`, with the fewest leases out for
-    /// its weight. Ties (idle replicas, mostly) take turns among the tied
-    /// replicas themselves, so equal replicas share the load evenly; the
-    /// turn moves only when `take_turn` (a lease, not a mere look).
-    /// With `after`, only a replica whose last probe showed it had
-    /// replayed that position is usable.
-    fn least_busy_reader(&self, max_lag: Option<Duration>, after: Option<&Position>, take_turn: bool) -> Reader {
-        let backends = self.backends.load();
-        let mut not_replayed = false;
-        let mut usable = |b: &BackendState| {
-            let h = b.health.lock().unwrap_or_else(PoisonError::into_inner);
-            let ok = h.up
-                && h.role == Role::Reader
-                && !b.draining.load(Ordering::Relaxed)
-                && max_lag.is_none_or(|max| h.lag.is_none_or(|lag| lag <= max));
-            let replayed = after.is_none_or(|need| h.replayed.as_ref().is_some_and(|have| have.covers(need)));
-            not_replayed |= ok && !replayed;
-            ok && replayed
-        };
-        // (leases + 1) / weight, compared by cross-multiplying, so that an
-        // idle heavy replica is not tied with an idle light one.
-        let score = |b: &BackendState| {
-            (
-                b.leases.load(Ordering::Relaxed) + 1,
-                b.weight.load(Ordering::Relaxed).max(1) as usize,
-            )
-        };
-        let cmp = |(l1, w1): (usize, usize), (l2, w2): (usize, usize)| (l1 * w2).cmp(&(l2 * w1));
-        let mut scored: Vec<(&Arc<BackendState>, (usize, usize))> = Vec::with_capacity(backends.len());
-        for b in backends.iter() {
-            if usable(b) {
-                scored.push((b, score(b)));
-            }
-        }
-        let Some(best) = scored.iter().map(|(_, s)| *s).min_by(|a, b| cmp(*a, *b)) else {
-            return if not_replayed {
-                Reader::NotReplayed
-            } else {
-                Reader::None
-            };
-        };
-        let ties: Vec<&Arc<BackendState>> = scored
-            .iter()
-            .filter(|(_, s)| cmp(*s, best).is_eq())
-            .map(|(b, _)| *b)
-            .collect();
-        let turn = if take_turn && ties.len() > 1 {
-            self.next_reader.fetch_add(1, Ordering::Relaxed) % ties.len()
-        } else {
-            0
-        };
-        match ties.get(turn) {
-            Some(b) => Reader::Found((*b).clone()),
-            None => Reader::None,
-        }
     }
 }
 

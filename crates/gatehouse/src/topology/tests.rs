@@ -2,7 +2,8 @@
 //! by hand.
 
 use super::*;
-use crate::config::Settings;
+use crate::config::{EndpointRole, EndpointSettings, Settings};
+use crate::engine::position::Position;
 
 /// Settings for one cluster of `n` backends named `b0`, `b1`, ... (probed:
 /// roles are discovered) with a read/write and a read-only endpoint.

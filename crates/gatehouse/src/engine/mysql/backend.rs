@@ -9,6 +9,7 @@
 //! with a classic EOF packet.
 
 pub mod auth;
+pub mod position;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -47,9 +48,11 @@ const PROBE_SQL: &str = "SELECT @@global.read_only, @@global.max_connections, @@
 /// A replica's replication status (one row per source; none on a primary).
 const REPLICA_STATUS_SQL: &str = "SHOW SLAVE STATUS";
 
-/// `Seconds_Behind_Master` and the GTID position the replica has applied
-/// (MariaDB's `Gtid_Slave_Pos`; MySQL's `Executed_Gtid_Set`, printed but
-/// not compared), from a `SHOW SLAVE STATUS` reply. A NULL delay (replication stopped or broken: how stale
+/// `Seconds_Behind_Master` and the GTID position the replica has received
+/// (MariaDB's `Gtid_IO_Pos`; MySQL's `Executed_Gtid_Set`), shown by the
+/// admin API, from a `SHOW SLAVE STATUS` reply. What it has *applied*
+/// (compared for read-your-writes) is asked apart: `SHOW SLAVE STATUS`
+/// has no `Gtid_Slave_Pos` (only `SHOW ALL SLAVES STATUS` does). A NULL delay (replication stopped or broken: how stale
 /// the replica is, nobody knows) reads as [`REPLICATION_STOPPED_LAG`].
 fn replica_status(status: &QueryResult) -> (Option<Duration>, Option<String>) {
     let Some(row) = status.rows.first() else {
@@ -66,31 +69,13 @@ fn replica_status(status: &QueryResult) -> (Option<Duration>, Option<String>) {
         Some(v) => v.parse().ok().map(Duration::from_secs),
         None => Some(REPLICATION_STOPPED_LAG),
     };
-    let position = column("Gtid_Slave_Pos").or_else(|| column("Executed_Gtid_Set"));
+    let position = column("Gtid_IO_Pos").or_else(|| column("Executed_Gtid_Set"));
     (lag, position)
 }
 
 /// The lag reported for a replica whose replication is stopped (NULL
 /// `Seconds_Behind_Master`): far behind, as far as `max_replica_lag` knows.
 pub const REPLICATION_STOPPED_LAG: Duration = Duration::from_secs(365 * 24 * 3600);
-
-/// The GTID of the last transaction this connection wrote to the binary
-/// log (MariaDB; empty on a connection that wrote nothing yet).
-const WRITE_POSITION_SQL: &str = "SELECT @@last_gtid";
-
-/// [`crate::engine::Engine::write_position`]: the connection's last GTID
-/// (`None` on servers without `@@last_gtid`, such as MySQL).
-pub async fn write_position(conn: &mut MyConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
-    match conn.query_raw(WRITE_POSITION_SQL).await? {
-        Ok(r) => Ok(r
-            .rows
-            .first()
-            .and_then(|row| row.first().cloned().flatten())
-            .and_then(|v| crate::engine::position::Position::parse_gtid(&v))),
-        Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => Ok(None),
-        Err(e) => Err(query_error(&conn.addr.clone(), &e)),
-    }
-}
 
 /// The probe for servers without InnoDB.
 const PROBE_SQL_BASIC: &str = "SELECT @@global.read_only, @@global.max_connections";
@@ -557,6 +542,11 @@ pub async fn probe_with(
             Ok(status) => replica_status(&status),
             Err(_) => (None, None),
         };
+        let replayed = if lag.is_some() || position.is_some() {
+            position::replay_position(&mut conn).await?
+        } else {
+            None
+        };
         let table = if collations {
             let rows = conn.query(COLLATIONS_SQL).await?.rows;
             let table: CollationTable = rows
@@ -580,9 +570,7 @@ pub async fn probe_with(
             writable: !(flag(0) || flag(2)),
             max_connections,
             lag,
-            replayed: position
-                .as_deref()
-                .and_then(crate::engine::position::Position::parse_gtid),
+            replayed,
             position,
         };
         Ok(((probe, table), conn))

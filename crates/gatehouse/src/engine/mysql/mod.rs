@@ -189,7 +189,11 @@ impl Engine for MyEngine {
     }
 
     async fn write_position(conn: &mut MyConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
-        backend::write_position(conn).await
+        backend::position::write_position(conn).await
+    }
+
+    async fn replay_position(conn: &mut MyConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
+        backend::position::replay_position(conn).await
     }
 
     fn cancel_flight(conn: &MyConn) -> &Arc<crate::cancel::CancelFlight> {

@@ -346,6 +346,20 @@ pub async fn write_position(conn: &mut PgConn) -> Result<Option<crate::engine::p
         .and_then(crate::engine::position::Position::parse_lsn))
 }
 
+/// How far a standby has replayed (NULL on a primary).
+const REPLAY_POSITION_SQL: &str = "SELECT pg_last_wal_replay_lsn()::text";
+
+/// [`crate::engine::Engine::replay_position`]: the replayed LSN.
+pub async fn replay_position(conn: &mut PgConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
+    let rows = conn.control_query(REPLAY_POSITION_SQL).await?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(crate::engine::position::Position::parse_lsn))
+}
+
 /// Sends a CancelRequest for `target` and waits for the server to close.
 pub async fn cancel(target: PgCancelTarget) -> Result<(), ProxyError> {
     let work = async {

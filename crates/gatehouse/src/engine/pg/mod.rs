@@ -77,6 +77,10 @@ impl Engine for PgEngine {
         backend::write_position(conn).await
     }
 
+    async fn replay_position(conn: &mut PgConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
+        backend::replay_position(conn).await
+    }
+
     fn cancel_flight(conn: &PgConn) -> &std::sync::Arc<crate::cancel::CancelFlight> {
         &conn.cancels
     }

@@ -170,7 +170,13 @@ fn mysql_delay(rig: &Rig, seconds: u32) -> Result<()> {
     Ok(())
 }
 
-fn mysql_write_then_read(rig: &Rig, endpoint: &'static str, clients: usize, iterations: usize) -> Result<usize> {
+fn mysql_write_then_read(
+    rig: &Rig,
+    endpoint: &'static str,
+    clients: usize,
+    iterations: usize,
+    pause: Duration,
+) -> Result<usize> {
     let addr = rig.addr(endpoint);
     rig.handle().block_on(async move {
         let mut tasks = Vec::new();
@@ -188,6 +194,9 @@ fn mysql_write_then_read(rig: &Rig, endpoint: &'static str, clients: usize, iter
                         conn.query_drop("COMMIT").await?;
                     } else {
                         conn.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (i, &id)).await?;
+                    }
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
                     }
                     let v: Option<i64> = conn.exec_first("SELECT v FROM kv WHERE k = ?", (&id,)).await?;
                     if v != Some(i) {
@@ -230,7 +239,7 @@ pub(super) fn ryw(ctx: &Ctx) -> Result<()> {
     ryw_case(
         &rig,
         || mysql_delay(&rig, 1),
-        |endpoint, clients, iterations| mysql_write_then_read(&rig, endpoint, clients, iterations),
+        |endpoint, clients, iterations, pause| mysql_write_then_read(&rig, endpoint, clients, iterations, pause),
     )
 }
 

@@ -222,7 +222,13 @@ fn pg_delay(rig: &Rig, delay: &str) -> Result<()> {
 /// `clients` connections through `endpoint`, each `iterations` times
 /// setting its own row to a new value and reading it back at once;
 /// returns the stale reads counted.
-fn pg_write_then_read(rig: &Rig, endpoint: &'static str, clients: usize, iterations: usize) -> Result<usize> {
+fn pg_write_then_read(
+    rig: &Rig,
+    endpoint: &'static str,
+    clients: usize,
+    iterations: usize,
+    pause: Duration,
+) -> Result<usize> {
     let addr = rig.addr(endpoint);
     rig.handle().block_on(async move {
         let mut tasks = Vec::new();
@@ -248,6 +254,9 @@ fn pg_write_then_read(rig: &Rig, endpoint: &'static str, clients: usize, iterati
                         client.execute("UPDATE kv SET v = $2 WHERE k = $1", &[&id, &i]).await?;
                     }
                     // A replica behind may not have the row at all yet.
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
                     let row = client.query_opt("SELECT v FROM kv WHERE k = $1", &[&id]).await?;
                     if row.map(|r| r.get::<_, i64>(0)) != Some(i) {
                         stale += 1;
@@ -275,6 +284,6 @@ pub(super) fn ryw(ctx: &Ctx) -> Result<()> {
     ryw_case(
         &rig,
         || pg_delay(&rig, APPLY_DELAY),
-        |endpoint, clients, iterations| pg_write_then_read(&rig, endpoint, clients, iterations),
+        |endpoint, clients, iterations, pause| pg_write_then_read(&rig, endpoint, clients, iterations, pause),
     )
 }

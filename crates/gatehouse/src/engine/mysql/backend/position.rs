@@ -1,0 +1,42 @@
+//! Replication positions read on a backend connection, for read-your-writes
+//! on split endpoints: the GTID a writer connection last wrote
+//! (`@@last_gtid`) and the GTIDs a replica has applied (`@@gtid_slave_pos`).
+
+use super::{ER_UNKNOWN_SYSTEM_VARIABLE, MyConn, query_error};
+use crate::engine::position::Position;
+use crate::error::ProxyError;
+
+/// The GTID of the last transaction this connection wrote to the binary
+/// log (MariaDB; empty on a connection that wrote nothing yet).
+const WRITE_POSITION_SQL: &str = "SELECT @@last_gtid";
+
+/// [`crate::engine::Engine::write_position`]: the connection's last GTID
+/// (`None` on servers without `@@last_gtid`, such as MySQL).
+pub async fn write_position(conn: &mut MyConn) -> Result<Option<Position>, ProxyError> {
+    match conn.query_raw(WRITE_POSITION_SQL).await? {
+        Ok(r) => Ok(r
+            .rows
+            .first()
+            .and_then(|row| row.first().cloned().flatten())
+            .and_then(|v| Position::parse_gtid(&v))),
+        Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => Ok(None),
+        Err(e) => Err(query_error(&conn.addr.clone(), &e)),
+    }
+}
+
+/// The GTIDs a replica has applied (MariaDB).
+const REPLAY_POSITION_SQL: &str = "SELECT @@gtid_slave_pos";
+
+/// [`crate::engine::Engine::replay_position`]: `@@gtid_slave_pos` (`None`
+/// on servers without it, such as MySQL).
+pub async fn replay_position(conn: &mut MyConn) -> Result<Option<Position>, ProxyError> {
+    match conn.query_raw(REPLAY_POSITION_SQL).await? {
+        Ok(r) => Ok(r
+            .rows
+            .first()
+            .and_then(|row| row.first().cloned().flatten())
+            .and_then(|v| Position::parse_gtid(&v))),
+        Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => Ok(None),
+        Err(e) => Err(query_error(&conn.addr.clone(), &e)),
+    }
+}
