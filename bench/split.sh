@@ -445,7 +445,7 @@ report() {
   done
   echo
   echo "Leases the proxy routed over the ok runs, by why (ryw = writer_read_your_writes: no replica had replayed the"
-  echo "client's last write; other = any other reason), against sysbench's transactions"
+  echo "client's last write; other = caught_up_reader: a replica asked at the lease had replayed it), against sysbench's transactions"
   printf '%-10s %7s %-6s | %9s %9s %9s %9s %7s | %9s\n' workload threads target writer reader fallback ryw other "sb tx"
   for cell in "${cells[@]}"; do
     read -r w t <<<"$cell"
