@@ -26,6 +26,7 @@
 use gatehouse_sql::{Route, WriteReason};
 
 use crate::engine::position::Position;
+use crate::error::ProxyError;
 use crate::topology::Intent;
 
 /// Where a transaction may run, from its first statements' routes.
@@ -185,6 +186,23 @@ impl SplitState {
                 None => p,
             });
         }
+    }
+
+    /// The lease on `conn` is going back: the writer's position is read on
+    /// it first when one is due (the same for every engine; an error means
+    /// the connection failed and must not be reused).
+    pub async fn lease_ends<E: crate::engine::Engine>(&mut self, conn: &mut E::Conn) -> Result<(), ProxyError> {
+        let wrote = if self.capture_due() {
+            let read = E::write_position(conn).await;
+            if read.is_err() {
+                self.released(None);
+            }
+            read?
+        } else {
+            None
+        };
+        self.released(wrote);
+        Ok(())
     }
 
     /// The requirement a later read carries (for tests and the admin view).

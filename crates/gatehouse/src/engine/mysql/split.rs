@@ -16,7 +16,6 @@ use gatehouse_sql::mysql::{self as my_sql, Dialect};
 
 use super::MyEngine;
 use super::txn::Session;
-use crate::engine::Engine;
 use crate::split::{Decision, Leased, decide};
 
 /// What a statement the proxy cannot read (not UTF-8) or a command that
@@ -106,23 +105,14 @@ impl Session {
     /// that may have written (read-your-writes). `false`: the connection
     /// was lost reading it (and is dropped).
     pub(super) async fn lease_ends(&mut self) -> bool {
-        let Some(due) = self.split.as_deref().map(|s| s.capture_due()) else {
+        let (Some(split), Some(lease)) = (self.split.as_deref_mut(), self.lease.as_mut()) else {
             return true;
         };
-        let mut wrote = None;
-        if due && let Some(lease) = self.lease.as_mut() {
-            match MyEngine::write_position(lease.conn()).await {
-                Ok(p) => wrote = p,
-                Err(e) => {
-                    tracing::warn!(error = %e, "backend connection lost reading the write position");
-                    self.drop_lease();
-                    wrote = None;
-                }
-            }
+        if let Err(e) = split.lease_ends::<MyEngine>(lease.conn()).await {
+            tracing::warn!(error = %e, "backend connection lost reading the write position");
+            self.drop_lease();
+            return false;
         }
-        if let Some(split) = self.split.as_deref_mut() {
-            split.released(wrote);
-        }
-        self.lease.is_some()
+        true
     }
 }

@@ -337,13 +337,7 @@ const WRITE_POSITION_SQL: &str = "SELECT pg_current_wal_insert_lsn()::text";
 
 /// [`crate::engine::Engine::write_position`]: the WAL insert LSN.
 pub async fn write_position(conn: &mut PgConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
-    let rows = conn.control_query(WRITE_POSITION_SQL).await?;
-    Ok(rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(|v| v.as_deref())
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(crate::engine::position::Position::parse_lsn))
+    lsn_of(conn, WRITE_POSITION_SQL).await
 }
 
 /// How far a standby has replayed (NULL on a primary).
@@ -351,7 +345,12 @@ const REPLAY_POSITION_SQL: &str = "SELECT pg_last_wal_replay_lsn()::text";
 
 /// [`crate::engine::Engine::replay_position`]: the replayed LSN.
 pub async fn replay_position(conn: &mut PgConn) -> Result<Option<crate::engine::position::Position>, ProxyError> {
-    let rows = conn.control_query(REPLAY_POSITION_SQL).await?;
+    lsn_of(conn, REPLAY_POSITION_SQL).await
+}
+
+/// The LSN `sql` answers with in its one column (`None` for NULL).
+async fn lsn_of(conn: &mut PgConn, sql: &str) -> Result<Option<crate::engine::position::Position>, ProxyError> {
+    let rows = conn.control_query(sql).await?;
     Ok(rows
         .first()
         .and_then(|r| r.first())

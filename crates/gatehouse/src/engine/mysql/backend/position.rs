@@ -13,15 +13,7 @@ const WRITE_POSITION_SQL: &str = "SELECT @@last_gtid";
 /// [`crate::engine::Engine::write_position`]: the connection's last GTID
 /// (`None` on servers without `@@last_gtid`, such as MySQL).
 pub async fn write_position(conn: &mut MyConn) -> Result<Option<Position>, ProxyError> {
-    match conn.query_raw(WRITE_POSITION_SQL).await? {
-        Ok(r) => Ok(r
-            .rows
-            .first()
-            .and_then(|row| row.first().cloned().flatten())
-            .and_then(|v| Position::parse_gtid(&v))),
-        Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => Ok(None),
-        Err(e) => Err(query_error(&conn.addr.clone(), &e)),
-    }
+    gtids_of(conn, WRITE_POSITION_SQL).await
 }
 
 /// The GTIDs a replica has applied (MariaDB).
@@ -30,7 +22,13 @@ const REPLAY_POSITION_SQL: &str = "SELECT @@gtid_slave_pos";
 /// [`crate::engine::Engine::replay_position`]: `@@gtid_slave_pos` (`None`
 /// on servers without it, such as MySQL).
 pub async fn replay_position(conn: &mut MyConn) -> Result<Option<Position>, ProxyError> {
-    match conn.query_raw(REPLAY_POSITION_SQL).await? {
+    gtids_of(conn, REPLAY_POSITION_SQL).await
+}
+
+/// The GTID list the variable `sql` selects; `None` when the server does
+/// not know the variable.
+async fn gtids_of(conn: &mut MyConn, sql: &str) -> Result<Option<Position>, ProxyError> {
+    match conn.query_raw(sql).await? {
         Ok(r) => Ok(r
             .rows
             .first()

@@ -52,20 +52,10 @@ impl TxSession {
                 Err(e) => return Err(End::BackendGone(e.to_string())),
             }
         }
-        if let Some(split) = self.split.as_deref_mut() {
-            let wrote = if split.capture_due() {
-                match Box::pin(<crate::engine::pg::PgEngine as crate::engine::Engine>::write_position(
-                    lease.conn(),
-                ))
-                .await
-                {
-                    Ok(p) => p,
-                    Err(e) => return Err(End::BackendGone(e.to_string())),
-                }
-            } else {
-                None
-            };
-            split.released(wrote);
+        if let Some(split) = self.split.as_deref_mut()
+            && let Err(e) = Box::pin(split.lease_ends::<crate::engine::pg::PgEngine>(lease.conn())).await
+        {
+            return Err(End::BackendGone(e.to_string()));
         }
         self.cancel.slot.set(None);
         lease.recycle();
