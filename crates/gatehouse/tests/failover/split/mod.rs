@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 
-use crate::common::Rig;
+use crate::common::{Rig, wait_until};
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
@@ -147,4 +147,73 @@ pub(super) fn ryw_case(
         "read-your-writes: {RYW_ITERATIONS} iterations, 0 stale; off: {stale_off} of {STALE_ITERATIONS} stale"
     );
     Ok(())
+}
+
+/// Waits (30 s at most) until `ask` on each of `replicas` answers `want`:
+/// what was made on the primary has replicated.
+pub(super) fn wait_replicated(
+    what: &str,
+    replicas: &[&str],
+    want: &str,
+    ask: impl Fn(&str) -> Result<String>,
+) -> Result<()> {
+    for r in replicas {
+        wait_until(&format!("{r} to have {what}"), Duration::from_secs(30), || {
+            Ok(match ask(r) {
+                Ok(v) if v.trim() == want => Ok(()),
+                Ok(v) => Err(v),
+                Err(e) => Err(format!("{e:#}")),
+            })
+        })?;
+    }
+    Ok(())
+}
+
+/// One client of the read-your-writes check, over either engine's driver:
+/// it owns one row of table `kv`.
+pub(super) trait KvClient {
+    /// Sets the client's row to `v`, in an explicit block when `in_block`.
+    async fn set(&mut self, v: i64, in_block: bool) -> Result<()>;
+    /// The client's row as read now (`None`: a replica behind may not have
+    /// the row at all yet).
+    async fn get(&mut self) -> Result<Option<i64>>;
+}
+
+/// `clients` clients made by `connect` (given their number), run at once,
+/// each `iterations` times setting its row to a new value (every other
+/// time in an explicit block, whose BEGIN alone says nothing of writing),
+/// waiting `pause`, and reading it back; the stale reads counted.
+pub(super) fn stale_reads<C, F, Fut>(
+    rig: &Rig,
+    clients: usize,
+    iterations: usize,
+    pause: Duration,
+    connect: F,
+) -> Result<usize>
+where
+    C: KvClient,
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<C>>,
+{
+    let one = |c: usize| {
+        let connecting = connect(c);
+        async move {
+            let mut client = connecting.await?;
+            let mut stale = 0usize;
+            for i in 1..=iterations as i64 {
+                client.set(i, i % 2 == 0).await?;
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+                if client.get().await? != Some(i) {
+                    stale += 1;
+                }
+            }
+            anyhow::Ok(stale)
+        }
+    };
+    rig.handle().block_on(async {
+        let all = futures_util::future::join_all((0..clients).map(one)).await;
+        all.into_iter().sum()
+    })
 }

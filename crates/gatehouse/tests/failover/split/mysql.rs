@@ -7,9 +7,9 @@ use std::time::Duration;
 use anyhow::{Result, ensure};
 use mysql_async::prelude::Queryable;
 
-use super::{SPLIT, SPLIT_STALE, run, ryw_case};
+use super::{KvClient, SPLIT, SPLIT_STALE, run, ryw_case, stale_reads, wait_replicated};
 use crate::Ctx;
-use crate::common::{Rig, wait_until};
+use crate::common::Rig;
 
 /// A server's `Com_*` counters of interest: select, insert, update, delete.
 fn com_counters(rig: &Rig, server: &str) -> Result<[i64; 4]> {
@@ -66,19 +66,9 @@ pub(super) fn sysbench_case(ctx: &Ctx) -> Result<()> {
         "--table-size=2000",
         "prepare",
     ]))?;
-    for r in ["my1", "my2"] {
-        wait_until(
-            &format!("{r} to have the sysbench tables"),
-            Duration::from_secs(30),
-            || {
-                Ok(match rig.cluster.mysql_sql(r, "SELECT COUNT(*) FROM app1.sbtest2") {
-                    Ok(v) if v.trim() == "2000" => Ok(()),
-                    Ok(v) => Err(v),
-                    Err(e) => Err(format!("{e:#}")),
-                })
-            },
-        )?;
-    }
+    wait_replicated("the sysbench tables", &["my1", "my2"], "2000", |r| {
+        rig.cluster.mysql_sql(r, "SELECT COUNT(*) FROM app1.sbtest2")
+    })?;
     rig.wait_roles("mysql", "my0", &["my1", "my2"])?;
     let servers = ["my0", "my1", "my2"];
     let counters = || -> Result<Vec<[i64; 4]>> { servers.iter().map(|s| com_counters(&rig, s)).collect() };
@@ -170,6 +160,35 @@ fn mysql_delay(rig: &Rig, seconds: u32) -> Result<()> {
     Ok(())
 }
 
+/// A mysql_async client of the read-your-writes check.
+struct MyKv {
+    conn: mysql_async::Conn,
+    id: String,
+}
+
+impl KvClient for MyKv {
+    async fn set(&mut self, v: i64, in_block: bool) -> Result<()> {
+        let update = "UPDATE kv SET v = ? WHERE k = ?";
+        if in_block {
+            self.conn.query_drop("START TRANSACTION").await?;
+            self.conn.exec_drop(update, (v, &self.id)).await?;
+            self.conn.query_drop("COMMIT").await?;
+        } else {
+            self.conn.exec_drop(update, (v, &self.id)).await?;
+        }
+        Ok(())
+    }
+
+    async fn get(&mut self) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .exec_first("SELECT v FROM kv WHERE k = ?", (&self.id,))
+            .await?)
+    }
+}
+
+/// `clients` connections through `endpoint` in the read-your-writes check
+/// ([`super::stale_reads`]).
 fn mysql_write_then_read(
     rig: &Rig,
     endpoint: &'static str,
@@ -178,40 +197,11 @@ fn mysql_write_then_read(
     pause: Duration,
 ) -> Result<usize> {
     let addr = rig.addr(endpoint);
-    rig.handle().block_on(async move {
-        let mut tasks = Vec::new();
-        for c in 0..clients {
-            tasks.push(tokio::spawn(async move {
-                let mut conn = crate::mysql::connect(addr).await?;
-                let id = format!("{endpoint}-{c}");
-                conn.exec_drop("REPLACE INTO kv (k, v) VALUES (?, 0)", (&id,)).await?;
-                let mut stale = 0usize;
-                for i in 1..=iterations as i64 {
-                    // Every other write in an explicit block.
-                    if i % 2 == 0 {
-                        conn.query_drop("START TRANSACTION").await?;
-                        conn.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (i, &id)).await?;
-                        conn.query_drop("COMMIT").await?;
-                    } else {
-                        conn.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (i, &id)).await?;
-                    }
-                    if !pause.is_zero() {
-                        tokio::time::sleep(pause).await;
-                    }
-                    let v: Option<i64> = conn.exec_first("SELECT v FROM kv WHERE k = ?", (&id,)).await?;
-                    if v != Some(i) {
-                        stale += 1;
-                    }
-                }
-                conn.disconnect().await?;
-                anyhow::Ok(stale)
-            }));
-        }
-        let mut stale = 0;
-        for t in tasks {
-            stale += t.await??;
-        }
-        anyhow::Ok(stale)
+    stale_reads(rig, clients, iterations, pause, |c| async move {
+        let mut conn = crate::mysql::connect(addr).await?;
+        let id = format!("{endpoint}-{c}");
+        conn.exec_drop("REPLACE INTO kv (k, v) VALUES (?, 0)", (&id,)).await?;
+        Ok(MyKv { conn, id })
     })
 }
 
@@ -221,20 +211,12 @@ pub(super) fn ryw(ctx: &Ctx) -> Result<()> {
         "my0",
         "CREATE TABLE app1.kv (k VARCHAR(64) PRIMARY KEY, v BIGINT NOT NULL)",
     )?;
-    for r in ["my1", "my2"] {
-        wait_until(&format!("{r} to have table kv"), Duration::from_secs(30), || {
-            Ok(
-                match rig.cluster.mysql_sql(
-                    r,
-                    "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'kv'",
-                ) {
-                    Ok(v) if v.trim() == "1" => Ok(()),
-                    Ok(v) => Err(v),
-                    Err(e) => Err(format!("{e:#}")),
-                },
-            )
-        })?;
-    }
+    wait_replicated("table kv", &["my1", "my2"], "1", |r| {
+        rig.cluster.mysql_sql(
+            r,
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'kv'",
+        )
+    })?;
     rig.wait_roles("mysql", "my0", &["my1", "my2"])?;
     ryw_case(
         &rig,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 
-use super::{APPLY_DELAY, SPLIT, SPLIT_STALE, run, ryw_case};
+use super::{APPLY_DELAY, KvClient, SPLIT, SPLIT_STALE, run, ryw_case, stale_reads, wait_replicated};
 use crate::Ctx;
 use crate::common::{Rig, wait_until};
 
@@ -81,21 +81,9 @@ pub(super) fn pgbench_case(ctx: &Ctx) -> Result<()> {
         "app_owner",
         "app1",
     ]))?;
-    for r in ["pg1", "pg2"] {
-        wait_until(
-            &format!("{r} to have the pgbench tables"),
-            Duration::from_secs(30),
-            || {
-                Ok(
-                    match rig.cluster.pg_sql(r, "app1", "SELECT count(*) FROM pgbench_branches") {
-                        Ok(v) if v.trim() == "1" => Ok(()),
-                        Ok(v) => Err(v),
-                        Err(e) => Err(format!("{e:#}")),
-                    },
-                )
-            },
-        )?;
-    }
+    wait_replicated("the pgbench tables", &["pg1", "pg2"], "1", |r| {
+        rig.cluster.pg_sql(r, "app1", "SELECT count(*) FROM pgbench_branches")
+    })?;
     rig.wait_roles("postgres", "pg0", &["pg1", "pg2"])?;
 
     // Select-only: every transaction a read, all on the replicas.
@@ -219,9 +207,36 @@ fn pg_delay(rig: &Rig, delay: &str) -> Result<()> {
     Ok(())
 }
 
-/// `clients` connections through `endpoint`, each `iterations` times
-/// setting its own row to a new value and reading it back at once;
-/// returns the stale reads counted.
+/// A tokio-postgres client of the read-your-writes check.
+struct PgKv {
+    client: tokio_postgres::Client,
+    id: String,
+}
+
+impl KvClient for PgKv {
+    async fn set(&mut self, v: i64, in_block: bool) -> Result<()> {
+        let update = "UPDATE kv SET v = $2 WHERE k = $1";
+        if in_block {
+            self.client.batch_execute("BEGIN").await?;
+            self.client.execute(update, &[&self.id, &v]).await?;
+            self.client.batch_execute("COMMIT").await?;
+        } else {
+            self.client.execute(update, &[&self.id, &v]).await?;
+        }
+        Ok(())
+    }
+
+    async fn get(&mut self) -> Result<Option<i64>> {
+        let row = self
+            .client
+            .query_opt("SELECT v FROM kv WHERE k = $1", &[&self.id])
+            .await?;
+        Ok(row.map(|r| r.get(0)))
+    }
+}
+
+/// `clients` connections through `endpoint` in the read-your-writes check
+/// ([`super::stale_reads`]).
 fn pg_write_then_read(
     rig: &Rig,
     endpoint: &'static str,
@@ -230,46 +245,16 @@ fn pg_write_then_read(
     pause: Duration,
 ) -> Result<usize> {
     let addr = rig.addr(endpoint);
-    rig.handle().block_on(async move {
-        let mut tasks = Vec::new();
-        for c in 0..clients {
-            tasks.push(tokio::spawn(async move {
-                let client = crate::pg::connect(addr).await?;
-                let id = format!("{endpoint}-{c}");
-                client
-                    .execute(
-                        "INSERT INTO kv (k, v) VALUES ($1, 0) ON CONFLICT (k) DO UPDATE SET v = 0",
-                        &[&id],
-                    )
-                    .await?;
-                let mut stale = 0usize;
-                for i in 1..=iterations as i64 {
-                    // Every other write in an explicit block (whose BEGIN
-                    // alone says nothing of writing).
-                    if i % 2 == 0 {
-                        client.batch_execute("BEGIN").await?;
-                        client.execute("UPDATE kv SET v = $2 WHERE k = $1", &[&id, &i]).await?;
-                        client.batch_execute("COMMIT").await?;
-                    } else {
-                        client.execute("UPDATE kv SET v = $2 WHERE k = $1", &[&id, &i]).await?;
-                    }
-                    // A replica behind may not have the row at all yet.
-                    if !pause.is_zero() {
-                        tokio::time::sleep(pause).await;
-                    }
-                    let row = client.query_opt("SELECT v FROM kv WHERE k = $1", &[&id]).await?;
-                    if row.map(|r| r.get::<_, i64>(0)) != Some(i) {
-                        stale += 1;
-                    }
-                }
-                anyhow::Ok(stale)
-            }));
-        }
-        let mut stale = 0;
-        for t in tasks {
-            stale += t.await??;
-        }
-        anyhow::Ok(stale)
+    stale_reads(rig, clients, iterations, pause, |c| async move {
+        let client = crate::pg::connect(addr).await?;
+        let id = format!("{endpoint}-{c}");
+        client
+            .execute(
+                "INSERT INTO kv (k, v) VALUES ($1, 0) ON CONFLICT (k) DO UPDATE SET v = 0",
+                &[&id],
+            )
+            .await?;
+        Ok(PgKv { client, id })
     })
 }
 
