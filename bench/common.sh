@@ -253,3 +253,38 @@ rat() {
   awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN {
     if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
 }
+
+# sysbench_warmup SECONDS: a short unrecorded oltp_read_only run (8 threads)
+# against each of TARGETS, so the proxy opens its pools and the servers warm
+# their caches. Needs the caller's target_of (sets port, user, pw),
+# SB_COMMON and DIR.
+sysbench_warmup() {
+  local secs=$1 target status
+  ((secs > 0)) || return 0
+  for target in "${TARGETS[@]}"; do
+    target_of "$target"
+    read -r status _ < <(sysbench_detail "$DIR/runs/warmup-$target.log" oltp_read_only "${SB_COMMON[@]}" \
+      --mysql-port="$port" --mysql-user="$user" --mysql-password="$pw" --threads=8 --time="$secs")
+    [ "$status" = ok ] || log "warm-up against $target failed: $(grep -m1 -i 'error\|fatal' "$DIR/runs/warmup-$target.log" || true)"
+  done
+}
+
+# alternate_cells: each cell of the caller's cells ("workload threads"),
+# ROUNDS times, the TARGETS alternated within a round (A B A B), one
+# run_one WORKLOAD THREADS TARGET ROUND each, a second apart.
+alternate_cells() {
+  local cell w t r target
+  for cell in "${cells[@]}"; do
+    read -r w t <<<"$cell"
+    for ((r = 1; r <= ROUNDS; r++)); do
+      for target in "${TARGETS[@]}"; do
+        sleep 1
+        run_one "$w" "$t" "$target" "$r"
+      done
+    done
+  done
+}
+
+# sum_of W T TARGET COL: sum of COL over all runs of the cell in $results
+# (rows "workload threads target ...").
+sum_of() { awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" '$1 == w && $2 == t && $3 == tg { s += $col } END { print s + 0 }' "$results"; }

@@ -353,29 +353,9 @@ for w in "${WORKLOADS[@]}"; do
   for t in "${THREADS[@]}"; do cells+=("$w $t"); done
 done
 
-# A short unrecorded run per target first: the proxy opens its pools, the
-# servers warm their caches.
-if ((WARMUP > 0)); then
-  for target in "${TARGETS[@]}"; do
-    target_of "$target"
-    read -r status _ < <(sysbench_detail "$DIR/runs/warmup-$target.log" oltp_read_only "${SB_COMMON[@]}" \
-      --mysql-port="$port" --mysql-user="$user" --mysql-password="$pw" --threads=8 --time="$WARMUP")
-    [ "$status" = ok ] || log "warm-up against $target failed: $(grep -m1 -i 'error\|fatal' "$DIR/runs/warmup-$target.log" || true)"
-  done
-fi
+sysbench_warmup "$WARMUP"
+alternate_cells
 
-for cell in "${cells[@]}"; do
-  read -r w t <<<"$cell"
-  for ((r = 1; r <= ROUNDS; r++)); do
-    for target in "${TARGETS[@]}"; do
-      sleep 1
-      run_one "$w" "$t" "$target" "$r"
-    done
-  done
-done
-
-# sum_of W T TARGET COL: sum of COL over all runs of the cell.
-sum_of() { awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" '$1 == w && $2 == t && $3 == tg { s += $col } END { print s + 0 }' "$results"; }
 # ok_sum W T TARGET COL: sum of COL over the ok runs of the cell ("-" when
 # COL is "-" or there is none).
 ok_sum() {
