@@ -30,14 +30,14 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
 }
 
 /// A proxy of the test's own, whose "tx" pool has one connection.
-struct OnePool {
-    tx: SocketAddr,
+pub(crate) struct OnePool {
+    pub(crate) tx: SocketAddr,
     proxy: tokio::task::JoinHandle<Result<(), gatehouse::AppError>>,
     stop: tokio::sync::oneshot::Sender<()>,
 }
 
 impl OnePool {
-    async fn start(ctx: &Ctx) -> Result<OnePool> {
+    pub(crate) async fn start(ctx: &Ctx) -> Result<OnePool> {
         let from = "pool = { size = 2, borrow_timeout = \"10s\" }";
         let settings = crate::reload::settings(ctx, |t| {
             t.replace(from, "pool = { size = 1, borrow_timeout = \"10s\" }")
@@ -62,7 +62,7 @@ impl OnePool {
         Ok(client)
     }
 
-    async fn stop(self) -> Result<()> {
+    pub(crate) async fn stop(self) -> Result<()> {
         let _ = self.stop.send(());
         tokio::time::timeout(Duration::from_secs(15), self.proxy)
             .await

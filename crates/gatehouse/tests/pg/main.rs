@@ -11,6 +11,7 @@ mod cancel;
 mod differential;
 mod limits;
 mod park;
+mod prepared;
 mod queries;
 mod raw;
 mod reload;
@@ -520,6 +521,7 @@ fn main() -> ExitCode {
     cases.extend(admin::cases());
     cases.extend(park::cases());
     cases.extend(cancel::cases());
+    cases.extend(prepared::cases());
     trials::run(cases, setup, teardown)
 }
 

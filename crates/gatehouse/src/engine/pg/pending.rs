@@ -71,6 +71,11 @@ impl ResponseQueue {
         self.queue.is_empty()
     }
 
+    /// Whether events wait to be taken.
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Events since the last call.
     pub fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.events)

@@ -146,6 +146,7 @@ impl TxSession {
                 continue;
             }
             self.client_message(tag, msg)?;
+            self.apply_queue_events();
         }
     }
 

@@ -114,10 +114,16 @@ impl TxSession {
         let Some(lease) = self.lease.as_mut() else {
             return Ok(());
         };
-        let conn = lease.conn();
         // One allocation for what this read forwards, not a doubling per message.
-        self.to_client.reserve(conn.buf.len());
-        while !conn.buf.is_empty() {
+        self.to_client.reserve(lease.conn().buf.len());
+        loop {
+            let Some(lease) = self.lease.as_mut() else {
+                return Ok(());
+            };
+            let conn = lease.conn();
+            if conn.buf.is_empty() {
+                break;
+            }
             if self.b_remaining > 0 {
                 let n = self.b_remaining.min(conn.buf.len());
                 self.to_client.extend_from_slice(&conn.buf[..n]);
@@ -174,25 +180,45 @@ impl TxSession {
                 self.to_client.extend_from_slice(&msg);
             }
             self.queue.after(&mut self.to_client);
-            for event in self.queue.take_events() {
-                match event {
-                    Event::ParseFailed { proxy, client } => {
-                        if proxy.is_empty() {
-                            // Whose unnamed statement the backend holds is now unknown.
-                            conn.unnamed_owner = Some(UNKNOWN_OWNER);
-                        }
-                        conn.prepared.remove(&proxy);
-                        if let Some(client) = client {
-                            self.registry.forget_failed(&client, &proxy);
-                        }
+            self.apply_queue_events();
+        }
+        Ok(())
+    }
+
+    /// Brings the connection's prepared statements and the client's registry
+    /// up to date with what the queue learned: a Parse that failed or was
+    /// skipped prepared nothing, a Close that was skipped closed nothing.
+    /// Called after every message in either direction, since the queue
+    /// learns of skips when it is told of a message sent while the backend
+    /// skips to Sync, not only when the backend answers: a later message in
+    /// the same batch must already see the truth (else a skipped Close of
+    /// an evicted statement is prepared again: 42P05).
+    pub(super) fn apply_queue_events(&mut self) {
+        if !self.queue.has_events() {
+            return;
+        }
+        let events = self.queue.take_events();
+        let Some(lease) = self.lease.as_mut() else {
+            return;
+        };
+        let conn = lease.conn();
+        for event in events {
+            match event {
+                Event::ParseFailed { proxy, client } => {
+                    if proxy.is_empty() {
+                        // Whose unnamed statement the backend holds is now unknown.
+                        conn.unnamed_owner = Some(UNKNOWN_OWNER);
                     }
-                    Event::CloseSkipped { proxy } if proxy.is_empty() => conn.unnamed_owner = Some(UNKNOWN_OWNER),
-                    Event::CloseSkipped { proxy } => {
-                        conn.prepared.insert(proxy, 0);
+                    conn.prepared.remove(&proxy);
+                    if let Some(client) = client {
+                        self.registry.forget_failed(&client, &proxy);
                     }
+                }
+                Event::CloseSkipped { proxy } if proxy.is_empty() => conn.unnamed_owner = Some(UNKNOWN_OWNER),
+                Event::CloseSkipped { proxy } => {
+                    conn.prepared.insert(proxy, 0);
                 }
             }
         }
-        Ok(())
     }
 }
