@@ -40,6 +40,8 @@ pub struct Reloader {
     /// The configuration the proxy started with (what needs a restart is
     /// compared with it).
     started: Arc<Settings>,
+    /// The configuration applied last (rule counters carry over from it).
+    current: arc_swap::ArcSwap<Settings>,
     cores: Vec<Arc<dyn CoreView>>,
     endpoints: Arc<Endpoints>,
     /// One reload at a time: two would race to swap the tenant table.
@@ -52,6 +54,7 @@ impl Reloader {
     pub fn new(started: Arc<Settings>, cores: Vec<Arc<dyn CoreView>>, endpoints: Arc<Endpoints>) -> Self {
         Self {
             source: started.source.clone(),
+            current: arc_swap::ArcSwap::new(started.clone()),
             started,
             cores,
             endpoints,
@@ -87,13 +90,16 @@ impl Reloader {
             .await
             .map_err(|e| ReloadError::Failed(e.to_string()))?
             .map_err(|problems| ReloadError::Invalid(problems.to_string()))?;
+        let current = self.current.load_full();
+        // Once, before any core sees the new rules: identical rules keep counting.
+        settings.rules.carry_counters_from(&current.rules);
         let settings = Arc::new(settings);
         let prepared = self
             .endpoints
             .prepare(&settings)
             .await
             .map_err(|e| ReloadError::Invalid(e.to_string()))?;
-        let mut applied = Vec::new();
+        let mut applied = crate::config::rules_changes(&current, &settings);
         let mut not_applied: Vec<String> = crate::config::restart_changes(&self.started, &settings)
             .into_iter()
             .map(|f| format!("{f} changed (needs a restart)"))
@@ -104,6 +110,7 @@ impl Reloader {
             not_applied.extend(report.not_applied);
         }
         applied.extend(self.endpoints.commit(&settings, prepared));
+        self.current.store(settings.clone());
         Ok(ReloadOutcome {
             tenants: settings.tenants.len(),
             secrets: settings.secrets.len(),

@@ -116,3 +116,51 @@ pub fn restart_changes(old: &Settings, new: &Settings) -> Vec<&'static str> {
     );
     d.0
 }
+
+/// What a reload changes in the query rules and the digest settings, both
+/// applied in place: `rules: 3 -> 4 (added "a"; changed "b")`,
+/// `digests.enabled: false -> true`. Empty when nothing changed.
+pub fn rules_changes(old: &Settings, new: &Settings) -> Vec<String> {
+    let mut out = Vec::new();
+    let d = new.rules.diff(&old.rules);
+    if !d.is_empty() {
+        let mut parts = Vec::new();
+        for (what, names) in [("added", &d.added), ("removed", &d.removed), ("changed", &d.changed)] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {}", name_list(names)));
+            }
+        }
+        if d.reordered {
+            parts.push("reordered".to_owned());
+        }
+        out.push(format!(
+            "rules: {} -> {} ({})",
+            old.rules.len(),
+            new.rules.len(),
+            parts.join("; ")
+        ));
+    }
+    let (o, n) = (&old.digests, &new.digests);
+    if o.enabled != n.enabled {
+        out.push(format!("digests.enabled: {} -> {}", o.enabled, n.enabled));
+    }
+    if o.max_digests != n.max_digests {
+        out.push(format!("digests.max_digests: {} -> {}", o.max_digests, n.max_digests));
+    }
+    out
+}
+
+/// `"a", "b", "c"`, the first few names of a long list and how many more.
+fn name_list(names: &[std::sync::Arc<str>]) -> String {
+    const SHOWN: usize = 5;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}

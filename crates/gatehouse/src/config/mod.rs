@@ -8,12 +8,13 @@ mod credentials;
 mod directory;
 pub mod model;
 pub mod raw;
+mod rules;
 pub mod validate;
 
 use std::fmt;
 use std::path::Path;
 
-pub use changes::{cluster_changes, endpoint_changed, restart_changes};
+pub use changes::{cluster_changes, endpoint_changed, restart_changes, rules_changes};
 pub use model::*;
 
 /// One thing wrong with a configuration, with the line it is on when known.

@@ -254,9 +254,23 @@ pub struct Settings {
     pub tokens: Option<Arc<gatehouse_token::Verifier>>,
     /// The admin HTTP listener; `None` without `[admin]`.
     pub admin: Option<AdminSettings>,
+    /// `[[rules]]`, compiled, in order (empty without any).
+    pub rules: Arc<crate::rules::Rules>,
+    /// `[digests]`: per-digest statistics.
+    pub digests: DigestSettings,
     /// The file these settings were read from, which a reload reads again;
     /// `None` for settings parsed from text.
     pub source: Option<std::path::PathBuf>,
+}
+
+/// `[digests]`: whether per-digest statistics are kept, and for how many
+/// digests at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DigestSettings {
+    /// Off by default.
+    pub enabled: bool,
+    /// The top-K store's capacity.
+    pub max_digests: usize,
 }
 
 /// `[admin]`: where the admin HTTP API listens and the token it requires.

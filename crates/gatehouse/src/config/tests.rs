@@ -523,3 +523,5 @@ fn split_endpoints_read_their_writes_unless_told_not_to() {
             .any(|p| p.message.contains("read_only endpoints only"))
     );
 }
+
+mod rules;

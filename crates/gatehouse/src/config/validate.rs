@@ -42,6 +42,9 @@ pub const DEFAULT_MAX_CLIENT_CONNECTIONS: u32 = 10_000;
 pub const DEFAULT_MAX_CONNECTIONS_PERCENT: u32 = 90;
 pub const DEFAULT_MAX_IDLE_PERCENT: u32 = 50;
 pub const DEFAULT_SERVER_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// `[digests] max_digests`: the default, and the most allowed.
+pub const DEFAULT_MAX_DIGESTS: usize = 2000;
+pub const MAX_MAX_DIGESTS: usize = 100_000;
 
 pub(super) struct Ctx<'a> {
     text: &'a str,
@@ -55,7 +58,11 @@ impl Ctx<'_> {
     }
 
     pub(super) fn at<T>(&mut self, spanned: &Spanned<T>, message: impl Into<String>) {
-        let line = Some(self.line_of(spanned.span().start));
+        self.at_offset(spanned.span().start, message);
+    }
+
+    pub(super) fn at_offset(&mut self, offset: usize, message: impl Into<String>) {
+        let line = Some(self.line_of(offset));
         self.problems.push(Problem {
             line,
             message: message.into(),
@@ -82,6 +89,8 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
         super::directory::load(&mut cx, dir, &secrets, tokens.is_some(), &mut tenants);
     }
     let admin = raw.admin.as_ref().and_then(|a| admin(&mut cx, a));
+    let rules = super::rules::rules(&mut cx, &raw.rules, &raw.endpoints, &clusters);
+    let digests = super::rules::digests(&mut cx, raw.digests.as_ref());
     if endpoints.is_empty() && cx.problems.is_empty() {
         cx.problems.push(Problem {
             line: None,
@@ -99,6 +108,8 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
         secrets,
         tokens,
         admin,
+        rules,
+        digests,
         source: None,
     })
 }

@@ -46,6 +46,9 @@ pub struct Core<E: Engine> {
     pub shutdown: watch::Receiver<bool>,
     /// Where idle sessions park, unless parking is off.
     pub parking: Option<crate::park::ParkingLot>,
+    /// Per-digest statistics, with `[digests] enabled`; a reload that
+    /// changes `[digests]` starts a new store (or drops it).
+    pub digests: arc_swap::ArcSwapOption<crate::digests::DigestStats>,
 }
 
 impl<E: Engine> Core<E> {
@@ -147,6 +150,7 @@ impl<E: Engine> Core<E> {
             ),
             cancels: Arc::new(CancelRegistry::default()),
             stats: crate::stats::Stats::default(),
+            digests: arc_swap::ArcSwapOption::new(digest_store(&settings)),
             engine: Arc::new(engine),
             settings: ArcSwap::new(settings),
             auth_mock_seed: rand::random(),
@@ -157,4 +161,11 @@ impl<E: Engine> Core<E> {
             parking,
         }
     }
+}
+
+/// The digest store `settings` ask for, if any.
+fn digest_store(settings: &Settings) -> Option<Arc<crate::digests::DigestStats>> {
+    let d = settings.digests;
+    d.enabled
+        .then(|| Arc::new(crate::digests::DigestStats::new(d.max_digests)))
 }

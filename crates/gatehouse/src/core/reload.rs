@@ -42,6 +42,9 @@ impl<E: Engine> Core<E> {
         }
         let mut report = ReloadReport::default();
         self.reload_clusters(&old, settings, &mut report);
+        if old.digests != settings.digests {
+            self.digests.store(super::digest_store(settings));
+        }
         self.settings.store(settings.clone());
         tracing::info!(engine = E::NAME, tenants = settings.tenants.len(), applied = ?report.applied, not_applied = ?report.not_applied, "tenants, secrets and topology reloaded");
         report
