@@ -13,6 +13,7 @@ pub mod digests;
 pub mod endpoints;
 pub mod engine;
 pub mod error;
+pub mod inspect;
 pub mod limits;
 pub mod park;
 pub mod pool;

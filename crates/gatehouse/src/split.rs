@@ -279,7 +279,7 @@ mod tests {
         assert_eq!(s.after(), Some(&Position::Lsn(10)));
         match s.intent(Decision::Read) {
             Intent::Read { after } => assert_eq!(after, Some(&Position::Lsn(10))),
-            Intent::Write => panic!("a read was sent to the writer"),
+            other => panic!("a read was sent elsewhere: {other:?}"),
         }
         s.leased(Decision::Write { wrote: true }, false);
         assert!(!s.capture_due(), "read-your-writes off reads no position");

@@ -83,6 +83,8 @@ errors! {
     ER_LOCK_DEADLOCK = 1213, "40001";
     /// User has exceeded a resource limit.
     ER_USER_LIMIT_REACHED = 1226, "42000";
+    /// A command denied to a user on a table (what a proxy rule's block answers).
+    ER_TABLEACCESS_DENIED_ERROR = 1142, "42000";
     /// Access denied; you need a privilege.
     ER_SPECIFIC_ACCESS_DENIED_ERROR = 1227, "42000";
     /// Unknown prepared statement handler.

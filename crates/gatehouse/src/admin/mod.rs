@@ -1,6 +1,8 @@
 //! The admin HTTP API: `GET /metrics` (Prometheus), `GET /api/pools`,
 //! `GET /api/backends`, `GET /api/clusters`, `GET /api/stats`,
-//! `GET /api/health`, `POST /api/reload`, and the operator commands
+//! `GET /api/health`, `POST /api/reload`, `GET /api/digests[?limit=N]` and
+//! `POST /api/digests/reset` (per-digest statistics), `GET /api/rules` and
+//! `POST /api/rules/reset` (query rules and their hits), and the operator commands
 //! (`POST /api/clusters/{c}/pause|resume`, `/api/endpoints/{e}/pause|resume`,
 //! `/api/clusters/{c}/backends/{b}/drain|undrain`,
 //! `/api/clusters/{c}/switchover/{b}`). It shows names, counts and states, never a password,
@@ -13,7 +15,7 @@ pub mod view;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -56,6 +58,10 @@ fn router(state: Arc<AdminState>) -> Router {
         .route("/api/clusters", get(clusters))
         .route("/api/stats", get(stats))
         .route("/api/reload", post(reload))
+        .route("/api/digests", get(digests))
+        .route("/api/digests/reset", post(reset_digests))
+        .route("/api/rules", get(rules))
+        .route("/api/rules/reset", post(reset_rules))
         .route("/api/clusters/{cluster}/pause", post(pause_cluster))
         .route("/api/clusters/{cluster}/resume", post(resume_cluster))
         .route("/api/endpoints/{endpoint}/pause", post(pause_endpoint))
@@ -219,6 +225,53 @@ async fn stats(State(state): State<Arc<AdminState>>) -> Response {
         "reloads": { "applied": applied, "refused": refused },
     }))
     .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct DigestQuery {
+    limit: Option<usize>,
+}
+
+/// Per engine: whether digest statistics are on, and the heaviest digests.
+async fn digests(State(state): State<Arc<AdminState>>, Query(q): Query<DigestQuery>) -> Response {
+    let out: Vec<_> = state
+        .cores
+        .iter()
+        .map(|c| {
+            let rows = c.digests(q.limit);
+            serde_json::json!({
+                "engine": c.snapshot().engine,
+                "enabled": rows.is_some(),
+                "digests": rows.unwrap_or_default(),
+            })
+        })
+        .collect();
+    axum::Json(out).into_response()
+}
+
+async fn reset_digests(State(state): State<Arc<AdminState>>) -> Response {
+    for c in &state.cores {
+        c.reset_digests();
+    }
+    axum::Json(serde_json::json!({ "done": "digests reset" })).into_response()
+}
+
+/// The rules in order, with their hits (the rules are the configuration's,
+/// shared by both engines).
+async fn rules(State(state): State<Arc<AdminState>>) -> Response {
+    let rules = state
+        .cores
+        .first()
+        .map(|c| c.settings_now().rules.counters())
+        .unwrap_or_default();
+    axum::Json(serde_json::json!({ "rules": rules })).into_response()
+}
+
+async fn reset_rules(State(state): State<Arc<AdminState>>) -> Response {
+    if let Some(c) = state.cores.first() {
+        c.settings_now().rules.reset_counters();
+    }
+    axum::Json(serde_json::json!({ "done": "rule hits reset" })).into_response()
 }
 
 async fn reload(State(state): State<Arc<AdminState>>) -> Response {

@@ -84,6 +84,13 @@ pub trait CoreView: Send + Sync {
     /// A switchover of `cluster` to `target`; `None` when the cluster is
     /// not this engine's. Resolves to the new writer.
     fn switchover<'a>(&'a self, cluster: &'a str, target: &'a str) -> Option<Switching<'a>>;
+    /// The engine's per-digest statistics, heaviest first (at most
+    /// `limit`); `None` when they are off.
+    fn digests(&self, limit: Option<usize>) -> Option<Vec<crate::digests::DigestRow>>;
+    /// Forgets the engine's digest statistics.
+    fn reset_digests(&self);
+    /// The configuration the engine runs with now (its query rules).
+    fn settings_now(&self) -> Arc<Settings>;
 }
 
 /// A switchover under way: resolves to the new writer, or why it failed.
@@ -116,6 +123,20 @@ fn role_name(role: Role) -> &'static str {
 }
 
 impl<E: Engine> CoreView for Core<E> {
+    fn digests(&self, limit: Option<usize>) -> Option<Vec<crate::digests::DigestRow>> {
+        self.digests.load().as_ref().map(|d| d.snapshot(limit))
+    }
+
+    fn reset_digests(&self) {
+        if let Some(d) = self.digests.load().as_ref() {
+            d.reset();
+        }
+    }
+
+    fn settings_now(&self) -> Arc<Settings> {
+        self.settings_arc()
+    }
+
     fn snapshot(&self) -> CoreSnapshot {
         let mut pools: Vec<PoolView> = self
             .pools

@@ -109,7 +109,7 @@ impl<T: Clone> CancelSlot<T> {
     /// once it has answered its own client, so that, as with a server, the
     /// canceller hears "done" before the cancelled statement its error
     /// (Connector/J tells a timeout from an interruption by that order).
-    pub(super) fn claim(&self) -> Option<Claimed<T>>
+    pub(crate) fn claim(&self) -> Option<Claimed<T>>
     where
         T: CancelTarget,
     {

@@ -35,15 +35,21 @@ pub enum Why {
     /// replica once it showed, asked on the connection lent, that it had
     /// replayed the write (its last probe was older than the write).
     CaughtUpReader,
+    /// A query rule's `route = "writer"`.
+    RuleWriter,
+    /// A query rule's `route = "replica"`: the least busy replica.
+    RuleReplica,
 }
 
 impl Why {
-    pub const ALL: [Why; 5] = [
+    pub const ALL: [Why; 7] = [
         Why::Writer,
         Why::LeastBusyReader,
         Why::WriterFallback,
         Why::WriterReadYourWrites,
         Why::CaughtUpReader,
+        Why::RuleWriter,
+        Why::RuleReplica,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +59,8 @@ impl Why {
             Self::WriterFallback => "writer_fallback",
             Self::WriterReadYourWrites => "writer_read_your_writes",
             Self::CaughtUpReader => "caught_up_reader",
+            Self::RuleWriter => "rule_writer",
+            Self::RuleReplica => "rule_replica",
         }
     }
 }
@@ -67,6 +75,9 @@ pub enum Intent<'a> {
     /// A read-only transaction: a replica, one that has replayed `after`
     /// (the client's last write) when given.
     Read { after: Option<&'a Position> },
+    /// A query rule's route, whatever the endpoint's role: the writer, or
+    /// a replica (else the writer, as a split endpoint falls back).
+    Ruled { replica: bool },
 }
 
 /// What [`ClusterState::least_busy_reader`] found.
@@ -104,6 +115,16 @@ impl ClusterState {
                 .map(|backend| Choice { backend, why })
         };
         let after = match (endpoint.role, intent) {
+            (_, Intent::Ruled { replica: false }) => return writer(Why::RuleWriter),
+            (_, Intent::Ruled { replica: true }) => {
+                return match self.least_busy_reader(endpoint.max_replica_lag, None, take_turn) {
+                    Reader::Found(backend) => Some(Choice {
+                        backend,
+                        why: Why::RuleReplica,
+                    }),
+                    Reader::NotReplayed | Reader::None => writer(Why::WriterFallback),
+                };
+            }
             (EndpointRole::ReadWrite, _) | (EndpointRole::Split, Intent::Write) => return writer(Why::Writer),
             (EndpointRole::ReadOnly, _) => None,
             (EndpointRole::Split, Intent::Read { after }) => after,

@@ -193,7 +193,7 @@ pub struct ClusterState {
     /// Sessions waiting for a backend to route to.
     pub waiting: AtomicUsize,
     /// Leases routed, by [`Why`] (in the order of [`Why::ALL`]).
-    routed_why: [AtomicU64; 5],
+    routed_why: [AtomicU64; Why::ALL.len()],
     /// Ties between equally loaded readers go round.
     next_reader: AtomicUsize,
     /// Paused by an operator (the cluster, or some of its endpoints).
@@ -351,7 +351,9 @@ impl ClusterState {
     pub fn routed(&self, choice: &Choice) {
         choice.backend.routed.fetch_add(1, Ordering::Relaxed);
         let i = Why::ALL.iter().position(|w| *w == choice.why).unwrap_or(0);
-        self.routed_why[i].fetch_add(1, Ordering::Relaxed);
+        if let Some(n) = self.routed_why.get(i) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Leases routed so far, by reason.

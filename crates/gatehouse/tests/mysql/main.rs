@@ -10,6 +10,7 @@ mod park;
 mod plugins;
 mod queries;
 mod reload;
+mod rules;
 mod session;
 mod tokens;
 mod txn;
@@ -470,6 +471,7 @@ fn main() -> ExitCode {
     cases.extend(plugins::cases());
     cases.extend(park::cases());
     cases.extend(reload::cases());
+    cases.extend(rules::cases());
     trials::run(cases, setup, teardown)
 }
 

@@ -15,6 +15,7 @@ mod prepared;
 mod queries;
 mod raw;
 mod reload;
+mod rules;
 mod scale;
 mod session;
 mod tokens;
@@ -522,6 +523,7 @@ fn main() -> ExitCode {
     cases.extend(park::cases());
     cases.extend(cancel::cases());
     cases.extend(prepared::cases());
+    cases.extend(rules::cases());
     trials::run(cases, setup, teardown)
 }
 

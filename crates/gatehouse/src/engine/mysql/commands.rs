@@ -24,6 +24,7 @@ impl Session {
     /// current connection; otherwise the session stays on it (pinned) and
     /// the connection is closed at the end instead of reused.
     pub(super) fn use_database(&mut self, db: &str, alone: bool) {
+        self.inspect.set_database(db);
         let free = alone && self.lease.is_none() && self.pinned.is_none();
         if free {
             // A cluster removed by a reload: the next lease says so.

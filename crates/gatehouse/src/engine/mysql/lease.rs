@@ -85,10 +85,16 @@ impl Session {
     pub async fn conn(&mut self) -> Result<&mut MyConn, ProxyError> {
         self.leave_read_lease().await;
         if self.lease.is_none() {
-            let intent = match self.split.as_deref() {
-                Some(split) => split.intent(self.decision),
-                None => crate::topology::Intent::Write,
+            let began = std::time::Instant::now();
+            let intent = match (self.ruled, self.split.as_deref()) {
+                (Some(ruled), _) => ruled,
+                (None, Some(split)) => split.intent(self.decision),
+                (None, None) => crate::topology::Intent::Write,
             };
+            if let Some(crate::topology::Intent::Ruled { replica: true }) = self.ruled {
+                // A rule's replica lease is a read lease to a split session.
+                self.decision = crate::split::Decision::Read;
+            }
             let routed = self
                 .core
                 .lease(&self.endpoint, &mut self.pool, self.cap.as_ref(), intent);
@@ -112,6 +118,7 @@ impl Session {
                 split.leased(self.decision, self.endpoint.read_your_writes);
             }
             self.lease = Some(lease);
+            self.lease_wait = began.elapsed();
             self.carry.lease_changed();
             self.lid_lease_started(lid);
         }

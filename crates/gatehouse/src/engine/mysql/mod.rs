@@ -6,6 +6,7 @@ pub mod backend;
 mod carry;
 mod cmdloop;
 mod commands;
+mod inspect;
 pub mod io;
 
 use gatehouse_proto_mysql::consts::*;

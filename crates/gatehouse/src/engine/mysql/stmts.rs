@@ -193,7 +193,23 @@ pub async fn command(s: &mut Session, stream: &mut ClientStream, payload: &[u8])
 }
 
 async fn prepare(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> Result<(), Fatal> {
-    let sql: Arc<str> = String::from_utf8_lossy(&payload[1..]).into();
+    s.ruled = None;
+    let mut sql: Arc<str> = String::from_utf8_lossy(&payload[1..]).into();
+    // Query rules: a block refuses the statement, a rewrite prepares the
+    // rewritten text (route and timeout apply to each execute).
+    let verdict = s.rules(&sql);
+    if let Some(message) = verdict.as_ref().and_then(|v| v.block.as_deref()) {
+        return s.error(stream, 1, errors::ER_TABLEACCESS_DENIED_ERROR, message).await;
+    }
+    let rewritten_payload;
+    let payload = match verdict.and_then(|v| v.rewritten) {
+        Some(text) => {
+            rewritten_payload = [&[COM_STMT_PREPARE][..], text.as_bytes()].concat();
+            sql = Arc::from(text);
+            &rewritten_payload[..]
+        }
+        None => payload,
+    };
     let facts = Facts::of(&sql, s.dialect());
     s.stmts.next_id = s.stmts.next_id.wrapping_add(1).max(1);
     let client_id = s.stmts.next_id;
@@ -269,6 +285,12 @@ async fn execute(
     params: u16,
     facts: Facts,
 ) -> Result<(), Fatal> {
+    let verdict = s.rules(&sql);
+    if let Some(message) = verdict.as_ref().and_then(|v| v.block.as_deref()) {
+        return s.error(stream, 1, errors::ER_TABLEACCESS_DENIED_ERROR, message).await;
+    }
+    let timeout = verdict.as_ref().and_then(|v| v.statement_timeout);
+    s.ruled = crate::inspect::intent_of(verdict.as_ref().and_then(|v| v.route.as_ref()));
     if let Some(reason) = facts.pin {
         s.pin(reason);
     }
@@ -330,7 +352,7 @@ async fn execute(
     let mut plan = Plan::default();
     plan.push(facts.info, facts.boundary, false);
     s.plan = plan;
-    let forwarded = s.forward(stream, &p).await?;
+    let forwarded = s.forward_followed(stream, &p, &sql, timeout).await?;
     if facts.pin == Some(PinReason::SetExpression.code()) {
         s.reparse_prepared().await;
     }

@@ -102,6 +102,14 @@ pub struct Session {
     pub(super) split: Option<Box<crate::split::SplitState>>,
     /// Split endpoints: the running command's decision (`split.rs`).
     pub(super) decision: crate::split::Decision,
+    /// Query rules and digest statistics ([`crate::inspect`]).
+    pub(super) inspect: Box<crate::inspect::Inspector>,
+    /// The lease a query rule routes the running command to, if any.
+    pub(super) ruled: Option<crate::topology::Intent<'static>>,
+    /// How long the last lease took to get, for digest statistics.
+    pub(super) lease_wait: std::time::Duration,
+    /// The reason the running statement pinned the session, if it did.
+    pub(super) just_pinned: Option<&'static str>,
 }
 
 /// Ends the session: (sequence id for the ERR packet, the error).
@@ -121,7 +129,18 @@ pub enum Served {
 pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
     let crate::router::Admitted { slot, cap, pool } = start.admitted;
     let vars = Vars::for_collation(start.collation, BACKEND_COLLATION, |id| core.engine.collation_name(id));
+    let inspect = Box::new(crate::inspect::Inspector::new(
+        &core.settings(),
+        &start.tenant.name,
+        start.database.as_deref().unwrap_or_default(),
+        &start.endpoint.name,
+        Some(start.peer),
+    ));
     let mut s = Box::new(Session {
+        inspect,
+        ruled: None,
+        lease_wait: std::time::Duration::ZERO,
+        just_pinned: None,
         cap,
         core,
         endpoint: start.endpoint,
@@ -173,6 +192,7 @@ impl Session {
     pub(super) fn pin(&mut self, reason: &'static str) {
         if self.pinned.is_none() {
             self.pinned = Some(reason);
+            self.just_pinned = Some(reason);
             self.core.stats.record_pin(reason);
             tracing::info!(tenant = %self.tenant.name, reason, "session pinned to its backend connection");
         }
@@ -278,6 +298,22 @@ impl Session {
             return self.forward(stream, payload).await.map(|_| ());
         };
         let dialect = self.dialect();
+        let verdict = self.rules(sql);
+        if let Some(message) = verdict.as_ref().and_then(|v| v.block.as_deref()) {
+            return self
+                .error(stream, 1, errors::ER_TABLEACCESS_DENIED_ERROR, message)
+                .await;
+        }
+        let rewritten_payload;
+        let (sql, payload) = match verdict.as_ref().and_then(|v| v.rewritten.as_deref()) {
+            Some(text) => {
+                rewritten_payload = [&[COM_QUERY][..], text.as_bytes()].concat();
+                (text, &rewritten_payload[..])
+            }
+            None => (sql, payload),
+        };
+        let timeout = verdict.as_ref().and_then(|v| v.statement_timeout);
+        self.ruled = crate::inspect::intent_of(verdict.as_ref().and_then(|v| v.route.as_ref()));
         // Most queries are one statement: split (and allocate) only when
         // there may be several.
         let split;
@@ -401,7 +437,7 @@ impl Session {
             .flatten();
         let payload = rewritten.as_deref().unwrap_or(payload);
         self.plan = plan;
-        let forwarded = self.forward(stream, payload).await?;
+        let forwarded = self.forward_followed(stream, payload, sql, timeout).await?;
         if untracked_set {
             self.reparse_prepared().await;
         }

@@ -11,8 +11,10 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::inspect::Tracked;
+
 /// A response the backend (or the proxy) owes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Pending {
     /// A client Parse; `proxy` names the statement prepared on the backend,
     /// `client` the client's own name for it.
@@ -23,9 +25,11 @@ pub enum Pending {
     Bind,
     Describe,
     Close,
-    Execute,
+    /// An Execute; what the core follows of it, if anything
+    /// ([`crate::inspect`]).
+    Execute(Option<Box<Tracked>>),
     /// A simple Query or FunctionCall: everything up to ReadyForQuery.
-    Query,
+    Query(Option<Box<Tracked>>),
     Sync,
     /// The proxy's own Parse of a statement the backend lacks: swallow the answer.
     InjectedParse(Arc<str>),
@@ -54,8 +58,21 @@ pub enum Disposition {
     Swallow,
 }
 
+/// A followed statement that has its answer: the rows its
+/// CommandComplete tags reported, and whether it failed.
+#[derive(Debug)]
+pub struct Finished {
+    pub tracked: Box<Tracked>,
+    pub rows: u64,
+    pub error: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct ResponseQueue {
+    /// Rows and error of the followed statement at the front so far.
+    rows: u64,
+    errored: bool,
+    finished: Vec<Finished>,
     queue: VecDeque<Pending>,
     /// The backend hit an error and ignores everything until a Sync that
     /// has not been sent yet.
@@ -158,8 +175,12 @@ impl ResponseQueue {
         let Some(front) = self.queue.front() else {
             return Disposition::Forward;
         };
-        if tag == b'E' && !matches!(front, Pending::Query) {
+        if tag == b'E' && !matches!(front, Pending::Query(_)) {
             let swallow = matches!(front, Pending::InjectedClose(_));
+            if let Some(Pending::Execute(Some(_))) = self.queue.front() {
+                self.errored = true;
+                self.finish_front();
+            }
             self.fail_to_sync();
             return if swallow {
                 Disposition::Swallow
@@ -172,16 +193,57 @@ impl ResponseQueue {
             Pending::Bind => (tag == b'2', Disposition::Forward),
             Pending::Describe => (matches!(tag, b'T' | b'n'), Disposition::Forward),
             Pending::Close => (tag == b'3', Disposition::Forward),
-            Pending::Execute => (matches!(tag, b'C' | b'I' | b's'), Disposition::Forward),
-            Pending::Query | Pending::Sync => (tag == b'Z', Disposition::Forward),
+            Pending::Execute(_) => (matches!(tag, b'C' | b'I' | b's'), Disposition::Forward),
+            Pending::Query(tracked) => {
+                self.errored |= tracked.is_some() && tag == b'E';
+                (tag == b'Z', Disposition::Forward)
+            }
+            Pending::Sync => (tag == b'Z', Disposition::Forward),
             Pending::InjectedParse(_) => (tag == b'1', Disposition::Swallow),
             Pending::InjectedClose(_) => (tag == b'3', Disposition::Swallow),
             Pending::Synthetic(_) | Pending::CopyEnd => (false, Disposition::Forward),
         };
         if done {
-            self.queue.pop_front();
+            self.finish_front();
         }
         disposition
+    }
+
+    /// Whether the answer at the front is followed ([`crate::inspect`]):
+    /// the caller then reports the rows of each CommandComplete.
+    pub fn front_followed(&self) -> bool {
+        matches!(
+            self.queue.front(),
+            Some(Pending::Query(Some(_)) | Pending::Execute(Some(_)))
+        )
+    }
+
+    /// Rows a CommandComplete of the followed answer at the front reported.
+    pub fn add_rows(&mut self, rows: u64) {
+        self.rows += rows;
+    }
+
+    /// Followed statements answered since the last call.
+    pub fn take_finished(&mut self) -> Vec<Finished> {
+        std::mem::take(&mut self.finished)
+    }
+
+    /// Whether followed statements wait to be taken.
+    pub fn has_finished(&self) -> bool {
+        !self.finished.is_empty()
+    }
+
+    /// Pops the front entry, done; a followed one is finished.
+    fn finish_front(&mut self) {
+        if let Some(Pending::Query(Some(tracked)) | Pending::Execute(Some(tracked))) = self.queue.pop_front() {
+            self.finished.push(Finished {
+                tracked,
+                rows: self.rows,
+                error: self.errored,
+            });
+        }
+        self.rows = 0;
+        self.errored = false;
     }
 
     /// The backend connection was lost with answers still owed: each is
@@ -196,7 +258,7 @@ impl ResponseQueue {
         self.copy_in = false;
         while let Some(p) = self.queue.pop_front() {
             match p {
-                Pending::Query | Pending::Sync => {
+                Pending::Query(_) | Pending::Sync => {
                     if !errored {
                         out.extend_from_slice(error);
                     }
@@ -212,7 +274,7 @@ impl ResponseQueue {
                     }
                 }
                 Pending::InjectedParse(_) | Pending::InjectedClose(_) | Pending::CopyEnd | Pending::Synthetic(_) => {}
-                Pending::Bind | Pending::Describe | Pending::Close | Pending::Execute => {
+                Pending::Bind | Pending::Describe | Pending::Close | Pending::Execute(_) => {
                     if !errored {
                         out.extend_from_slice(error);
                         errored = true;
@@ -259,7 +321,7 @@ mod tests {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
         // A Query, a complete extended exchange, then one without its Sync.
-        q.push(Pending::Query, &mut out);
+        q.push(Pending::Query(None), &mut out);
         q.push(
             Pending::Parse {
                 proxy: name("gh_1"),
@@ -268,10 +330,10 @@ mod tests {
             &mut out,
         );
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute, &mut out);
+        q.push(Pending::Execute(None), &mut out);
         q.push(Pending::Sync, &mut out);
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute, &mut out);
+        q.push(Pending::Execute(None), &mut out);
         let open = q.backend_lost(b"E", b"Z", &mut out);
         assert_eq!(&out[..], b"EZEZE");
         assert!(open, "the last exchange waits for its Sync");
@@ -297,7 +359,7 @@ mod tests {
         q.push(Pending::InjectedParse(name("gh_1")), &mut out);
         q.push(Pending::Synthetic(Bytes::from_static(b"1\0\0\0\x04")), &mut out);
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute, &mut out);
+        q.push(Pending::Execute(None), &mut out);
         q.push(Pending::Sync, &mut out);
         assert!(out.is_empty(), "synthetic waits for the injected parse");
         assert_eq!(q.on_message(b'1'), Disposition::Swallow);
@@ -323,7 +385,7 @@ mod tests {
         q.push(Pending::Bind, &mut out);
         q.push(Pending::InjectedParse(name("gh_b")), &mut out);
         q.push(Pending::Synthetic(Bytes::from_static(b"x")), &mut out);
-        q.push(Pending::Execute, &mut out);
+        q.push(Pending::Execute(None), &mut out);
         q.push(Pending::Sync, &mut out);
         assert_eq!(q.on_message(b'E'), Disposition::Forward);
         let events = q.take_events();
@@ -338,7 +400,7 @@ mod tests {
         assert!(q.is_empty());
         // While skipping to a Sync not yet sent, a Close is skipped too: the
         // statement stays prepared.
-        q.push(Pending::Execute, &mut out);
+        q.push(Pending::Execute(None), &mut out);
         assert_eq!(q.on_message(b'E'), Disposition::Forward);
         q.push(Pending::InjectedClose(name("gh_kept")), &mut out);
         assert_eq!(q.take_events(), vec![Event::CloseSkipped { proxy: name("gh_kept") }]);
@@ -349,7 +411,7 @@ mod tests {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute, &mut out);
+        q.push(Pending::Execute(None), &mut out);
         assert_eq!(q.on_message(b'E'), Disposition::Forward);
         q.push(Pending::Bind, &mut out);
         q.push(
@@ -369,7 +431,7 @@ mod tests {
     fn syncs_sent_during_copy_in_get_no_answer() {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
-        for p in [Pending::Bind, Pending::Execute, Pending::Sync] {
+        for p in [Pending::Bind, Pending::Execute(None), Pending::Sync] {
             q.push(p, &mut out);
         }
         assert_eq!(q.on_message(b'2'), Disposition::Forward);
@@ -391,8 +453,8 @@ mod tests {
     fn simple_query_errors_do_not_skip() {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
-        q.push(Pending::Query, &mut out);
-        q.push(Pending::Query, &mut out);
+        q.push(Pending::Query(None), &mut out);
+        q.push(Pending::Query(None), &mut out);
         for tag in [b'T', b'D', b'E', b'Z'] {
             assert_eq!(q.on_message(tag), Disposition::Forward);
         }

@@ -84,7 +84,19 @@ async fn start(
         cap,
         pool,
     } = admitted;
-    match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel)).await {
+    let inspect = {
+        let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let user = param("user").unwrap_or_default();
+        let database = param("database").unwrap_or(user);
+        Box::new(crate::inspect::Inspector::new(
+            &core.settings(),
+            user,
+            database,
+            &endpoint.name,
+            Some(peer.ip()),
+        ))
+    };
+    match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel, inspect)).await {
         Ok(Some(tx)) => Some((
             Box::new(Live {
                 tx,
@@ -334,6 +346,7 @@ fn quote_literal(v: &str) -> String {
 /// Routes the logged-in client to its pool. Session mode is served here
 /// to the end (`None`); a pooled session is greeted and returned, to be
 /// run by the caller with nothing of this function's state kept.
+#[allow(clippy::too_many_arguments)] // the session's parts, handed over once
 async fn begin(
     core: &Arc<Core<PgEngine>>,
     endpoint: &Arc<EndpointSettings>,
@@ -344,6 +357,7 @@ async fn begin(
     cap: Option<TenantCap>,
     params: Vec<(String, String)>,
     cancel: CancelKey<PgCancelTarget>,
+    inspect: Box<crate::inspect::Inspector>,
 ) -> Result<Option<TxSession>, ProxyError> {
     // Startup parameters matter only until the greeting: not kept.
     let wanted = session_parameters(params)?;
@@ -364,7 +378,7 @@ async fn begin(
     let Some(start) = greeted else {
         return Ok(None);
     };
-    let mut tx = TxSession::new(core.clone(), endpoint.clone(), pool, cancel, start.desired);
+    let mut tx = TxSession::new(core.clone(), endpoint.clone(), pool, cancel, start.desired, inspect);
     tx.backend_cap = cap;
     if let Some((lease, detail)) = start.pinned {
         tx.start_pinned(lease, "startup_untracked", detail);

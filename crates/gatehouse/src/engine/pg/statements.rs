@@ -24,6 +24,10 @@ pub struct Statement {
     /// Executing it may change tracked parameters (SET, RESET, set_config,
     /// DISCARD ALL): they are read back after the transaction it runs in.
     pub touches_tracked: bool,
+    /// A query rule's statement timeout for it, if one matched its Parse.
+    pub rule_timeout: Option<std::time::Duration>,
+    /// Where a query rule routes an exchange that starts by binding it.
+    pub rule_intent: Option<crate::topology::Intent<'static>>,
 }
 
 /// `gh_` + 128 bits of SHA-256 over the query and parameter types: fits

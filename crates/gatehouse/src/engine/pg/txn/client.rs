@@ -12,6 +12,7 @@ use gatehouse_proto_pg::{extended, messages};
 use gatehouse_sql::{DiscardKind, Effect, PinReason, Scope};
 
 use super::TxSession;
+use super::inspect::{Ruled, query_text};
 use crate::engine::pg::pending::Pending;
 use crate::engine::pg::relay::End;
 use crate::engine::pg::statements::{Statement, proxy_name};
@@ -141,7 +142,17 @@ impl TxSession {
                 self.answer_lost_block(tag, &msg)?;
                 continue;
             }
-            if let Some(e) = self.ensure_lease(decision).await? {
+            // Query rules, before a connection is needed (a block needs none).
+            let mut ruled = None;
+            if matches!(tag, b'Q' | b'P') {
+                match self.apply_rules(tag, &msg) {
+                    Ruled::Blocked => continue,
+                    Ruled::Run(intent) => ruled = intent,
+                }
+            } else if tag == b'B' && self.lease.is_none() {
+                ruled = self.bound_intent(&msg);
+            }
+            if let Some(e) = self.ensure_lease(decision, ruled).await? {
                 self.answer_refused(tag, &e);
                 continue;
             }
@@ -191,18 +202,20 @@ impl TxSession {
             |e: messages::DecodeError| End::ClientError(ProxyError::new(Condition::ProtocolViolation, e.to_string()));
         match tag {
             b'Q' => {
-                let sql = messages::body(&msg).split_last().map(|(_, s)| s).unwrap_or_default();
-                let sql = String::from_utf8_lossy(sql);
+                let msg = self.rewritten(tag, msg);
+                let sql = String::from_utf8_lossy(query_text(&msg));
                 if self.note_effects(&sql) {
                     self.readback = true;
                 }
                 if self.split.is_some() {
                     self.note_statement(&sql);
                 }
+                let tracked = self.follow(&sql, self.rule_timeout());
                 self.to_backend.extend_from_slice(&msg);
-                self.queue.push(Pending::Query, &mut self.to_client);
+                self.queue.push(Pending::Query(tracked), &mut self.to_client);
             }
             b'P' => {
+                let msg = self.rewritten(tag, msg);
                 let p = extended::parse_parse(&msg).map_err(malformed)?;
                 // Effects on tracked parameters happen when the statement is
                 // executed (Bind), possibly in a later transaction.
@@ -216,17 +229,20 @@ impl TxSession {
                     query: Arc::from(p.query),
                     param_types: Bytes::copy_from_slice(p.param_types),
                     touches_tracked,
+                    rule_timeout: self.rule_timeout(),
+                    rule_intent: self.rule_intent(),
                 };
                 self.client_parse(p.name.to_owned(), Arc::new(stmt), &msg);
             }
             b'B' => {
                 let b = extended::parse_bind(&msg).map_err(malformed)?;
-                let touches = if b.statement.is_empty() {
-                    self.registry.unnamed().is_some_and(|(_, st)| st.touches_tracked)
+                let bound = if b.statement.is_empty() {
+                    self.registry.unnamed().map(|(_, st)| st)
                 } else {
-                    self.registry.get(b.statement).is_some_and(|st| st.touches_tracked)
+                    self.registry.get(b.statement)
                 };
-                self.readback |= touches;
+                self.readback |= bound.is_some_and(|st| st.touches_tracked);
+                self.bound = bound.cloned();
                 if self.split.is_some() {
                     let text = if b.statement.is_empty() {
                         self.registry.unnamed().map(|(_, st)| st.query.clone())
@@ -272,8 +288,12 @@ impl TxSession {
                 }
             }
             b'E' => {
+                let tracked = match self.bound_text() {
+                    Some((text, timeout)) => self.follow(&text, timeout),
+                    None => None,
+                };
                 self.to_backend.extend_from_slice(&msg);
-                self.queue.push(Pending::Execute, &mut self.to_client);
+                self.queue.push(Pending::Execute(tracked), &mut self.to_client);
             }
             b'S' => {
                 self.client_skip = false;
@@ -282,7 +302,7 @@ impl TxSession {
             }
             b'F' => {
                 self.to_backend.extend_from_slice(&msg);
-                self.queue.push(Pending::Query, &mut self.to_client);
+                self.queue.push(Pending::Query(None), &mut self.to_client);
             }
             b'c' | b'f' => {
                 self.to_backend.extend_from_slice(&msg);

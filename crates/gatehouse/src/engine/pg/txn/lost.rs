@@ -119,6 +119,8 @@ impl TxSession {
                             query: Arc::from(p.query),
                             param_types: Bytes::copy_from_slice(p.param_types),
                             touches_tracked: false,
+                            rule_timeout: None,
+                            rule_intent: None,
                         };
                         self.registry.insert(p.name, Arc::new(stmt));
                     }

@@ -10,6 +10,7 @@
 //! lease, `split.rs` routing each exchange on a split endpoint.
 
 mod client;
+mod inspect;
 mod lost;
 mod prepare;
 mod server;
@@ -101,6 +102,17 @@ pub struct TxSession {
     /// Split endpoints: the client's next exchange waits for the read
     /// lease to go back (`split.rs`); the client is not read meanwhile.
     held: bool,
+    /// Query rules and digest statistics ([`crate::inspect`]).
+    inspect: Box<crate::inspect::Inspector>,
+    /// The rules' verdict on the message being handled (`inspect.rs`).
+    verdict: Option<crate::rules::Verdict>,
+    /// How long the last lease took to get, for digest statistics.
+    lease_wait: Duration,
+    /// The statement last bound (what an Execute runs), when the core
+    /// follows statements.
+    bound: Option<Arc<super::statements::Statement>>,
+    /// The reason the statement being sent pinned the session, if it did.
+    just_pinned: Option<&'static str>,
 }
 
 enum Event2 {
@@ -125,6 +137,7 @@ pub struct ParkedTx {
     client_skip: bool,
     status: u8,
     split: Option<Box<crate::split::SplitState>>,
+    inspect: Box<crate::inspect::Inspector>,
 }
 
 impl ParkedTx {
@@ -138,7 +151,14 @@ impl ParkedTx {
 
     /// The session again, with fresh (empty) buffers.
     pub fn resume(self) -> TxSession {
-        let mut tx = TxSession::new(self.core, self.endpoint, self.pool, self.cancel, self.desired);
+        let mut tx = TxSession::new(
+            self.core,
+            self.endpoint,
+            self.pool,
+            self.cancel,
+            self.desired,
+            self.inspect,
+        );
         tx.backend_cap = self.backend_cap.map(|c| *c);
         tx.registry = self.registry;
         tx.readback = self.readback;
@@ -164,6 +184,7 @@ impl TxSession {
             client_skip,
             status,
             split,
+            inspect,
             ..
         } = self;
         ParkedTx {
@@ -178,6 +199,7 @@ impl TxSession {
             client_skip,
             status,
             split,
+            inspect,
         }
     }
 
@@ -187,11 +209,17 @@ impl TxSession {
         pool: Arc<Pool<PgEngine>>,
         cancel: CancelKey<super::backend::PgCancelTarget>,
         desired: tracked::Values,
+        inspect: Box<crate::inspect::Inspector>,
     ) -> Self {
         let split = (endpoint.role == crate::config::EndpointRole::Split).then(Box::default);
         Self {
             split,
             held: false,
+            inspect,
+            verdict: None,
+            lease_wait: Duration::ZERO,
+            bound: None,
+            just_pinned: None,
             core,
             endpoint,
             pool,
@@ -467,6 +495,7 @@ impl TxSession {
             );
             self.core.stats.record_pin(code);
             self.pinned = Some(detail);
+            self.just_pinned = Some(code);
         }
     }
 

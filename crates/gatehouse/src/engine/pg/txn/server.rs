@@ -68,13 +68,25 @@ impl TxSession {
     /// a cancel request came while it waited: the message is answered with
     /// the error and the session goes on (see `answer_refused`).
     /// On a split endpoint, `decision` is what the exchange does.
-    pub(super) async fn ensure_lease(&mut self, decision: Option<Decision>) -> Result<Option<ProxyError>, End> {
+    /// `ruled`: the lease a query rule routes the statement to, if any.
+    pub(super) async fn ensure_lease(
+        &mut self,
+        decision: Option<Decision>,
+        ruled: Option<Intent<'static>>,
+    ) -> Result<Option<ProxyError>, End> {
         if self.lease.is_some() {
             return Ok(None);
         }
-        let intent = match (self.split.as_deref(), decision) {
-            (Some(split), Some(d)) => split.intent(d),
+        let began = std::time::Instant::now();
+        let intent = match (ruled, self.split.as_deref(), decision) {
+            (Some(ruled), ..) => ruled,
+            (None, Some(split), Some(d)) => split.intent(d),
             _ => Intent::Write,
+        };
+        // A rule's replica lease is a read lease to a split session.
+        let decision = match ruled {
+            Some(Intent::Ruled { replica: true }) => decision.map(|_| Decision::Read),
+            _ => decision,
         };
         let routed = self
             .core
@@ -107,6 +119,7 @@ impl TxSession {
             split.leased(d, self.endpoint.read_your_writes);
         }
         self.lease = Some(lease);
+        self.lease_wait = began.elapsed();
         Ok(None)
     }
 
@@ -176,11 +189,17 @@ impl TxSession {
                 }
                 _ => {}
             }
+            if tag == b'C' && self.queue.front_followed() {
+                self.queue.add_rows(crate::inspect::rows_of_tag(messages::body(&msg)));
+            }
             if self.queue.on_message(tag) == Disposition::Forward {
                 self.to_client.extend_from_slice(&msg);
             }
             self.queue.after(&mut self.to_client);
             self.apply_queue_events();
+            if self.queue.has_finished() {
+                self.record_finished();
+            }
         }
         Ok(())
     }

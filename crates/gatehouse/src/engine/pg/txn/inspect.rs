@@ -1,0 +1,152 @@
+//! Query rules and digest statistics on the PostgreSQL transaction path
+//! ([`crate::inspect`]): a simple Query's text and a Parse's statement are
+//! put to the rules before they need a connection (a block is answered by
+//! the proxy, 42501; a route picks the lease); a rewrite replaces the text
+//! before the statement is named and sent; each Query and Execute is
+//! followed to its answer for the digest store and a rule's statement
+//! timeout.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use gatehouse_proto_pg::{extended, messages};
+
+use super::TxSession;
+use crate::engine::pg::pending::{Finished, Pending};
+use crate::inspect::{Inspector, Tracked};
+use crate::topology::Intent;
+
+/// SQLSTATE insufficient_privilege: what a blocked statement answers.
+const BLOCKED: &str = "42501";
+
+/// What the rules made of a client message.
+pub(super) enum Ruled {
+    /// Send it (perhaps rewritten, perhaps to a routed lease).
+    Run(Option<Intent<'static>>),
+    /// Answered by the proxy: not sent.
+    Blocked,
+}
+
+impl TxSession {
+    /// Puts a Query's or a Parse's text to the session's rules; the verdict
+    /// is kept for [`Self::client_message`]. A blocked statement is
+    /// answered here.
+    pub(super) fn apply_rules(&mut self, tag: u8, msg: &Bytes) -> Ruled {
+        self.verdict = None;
+        let settings = self.core.settings();
+        if !self.inspect.has_rules(&settings) {
+            return Ruled::Run(None);
+        }
+        let text = match tag {
+            b'Q' => std::str::from_utf8(query_text(msg)).ok(),
+            b'P' => extended::parse_parse(msg).ok().map(|p| p.query),
+            _ => None,
+        };
+        let Some(text) = text else {
+            return Ruled::Run(None);
+        };
+        let Some(verdict) = self.inspect.rules(&settings, text, &gatehouse_sql::digest) else {
+            return Ruled::Run(None);
+        };
+        if let Some(message) = &verdict.block {
+            let mut out = BytesMut::new();
+            messages::put_error(&mut out, "ERROR", BLOCKED, message);
+            if tag == b'Q' {
+                messages::put_ready(&mut out, self.status);
+            } else {
+                // As after any error in an extended-query exchange.
+                self.client_skip = true;
+            }
+            self.queue.push(Pending::Synthetic(out.freeze()), &mut self.to_client);
+            return Ruled::Blocked;
+        }
+        let intent = crate::inspect::intent_of(verdict.route.as_ref());
+        self.verdict = Some(verdict);
+        Ruled::Run(intent)
+    }
+
+    /// The message as the rules rewrote it (the same one otherwise).
+    pub(super) fn rewritten(&mut self, tag: u8, msg: Bytes) -> Bytes {
+        let Some(text) = self.verdict.as_mut().and_then(|v| v.rewritten.take()) else {
+            return msg;
+        };
+        let mut out = BytesMut::new();
+        match tag {
+            b'Q' => messages::put_message(&mut out, b'Q', |b| {
+                b.extend_from_slice(text.as_bytes());
+                b.extend_from_slice(&[0]);
+            }),
+            b'P' => match extended::parse_parse(&msg) {
+                Ok(p) => extended::put_parse(&mut out, p.name, &text, p.param_types),
+                Err(_) => return msg,
+            },
+            _ => return msg,
+        }
+        out.freeze()
+    }
+
+    /// What the core follows of a statement about to be sent (`text`):
+    /// its digest statistics when they are on, the rule's statement
+    /// timeout, the pin it caused. `None` when nothing.
+    pub(super) fn follow(&mut self, text: &str, timeout: Option<std::time::Duration>) -> Option<Box<Tracked>> {
+        let timed = Inspector::start(
+            &self.core,
+            text,
+            std::mem::take(&mut self.lease_wait),
+            gatehouse_sql::digest,
+        );
+        let pin = self.just_pinned.take();
+        if timed.is_none() && timeout.is_none() && pin.is_none() {
+            return None;
+        }
+        let mut tracked = Box::new(Tracked::new(timed, pin));
+        if let Some(after) = timeout {
+            tracked.arm_timeout(&self.core, &self.cancel.slot, after);
+        }
+        Some(tracked)
+    }
+
+    /// Where the rules route the statement being parsed, if anywhere.
+    pub(super) fn rule_intent(&self) -> Option<Intent<'static>> {
+        crate::inspect::intent_of(self.verdict.as_ref().and_then(|v| v.route.as_ref()))
+    }
+
+    /// Where the rules route an exchange that starts with this Bind: as
+    /// they routed the Parse of the statement it binds.
+    pub(super) fn bound_intent(&self, msg: &[u8]) -> Option<Intent<'static>> {
+        let b = extended::parse_bind(msg).ok()?;
+        let st = if b.statement.is_empty() {
+            self.registry.unnamed().map(|(_, st)| st)
+        } else {
+            self.registry.get(b.statement)
+        };
+        st?.rule_intent
+    }
+
+    /// The rule's statement timeout of the message being sent, if any.
+    pub(super) fn rule_timeout(&self) -> Option<std::time::Duration> {
+        self.verdict.as_ref().and_then(|v| v.statement_timeout)
+    }
+
+    /// Records the followed statements that have their answers.
+    pub(super) fn record_finished(&mut self) {
+        let finished = self.queue.take_finished();
+        let store = self.core.digests.load();
+        for Finished { tracked, rows, error } in finished {
+            if let Some(timed) = &tracked.timed {
+                self.inspect.record(store.as_deref(), timed, rows, error, tracked.pin);
+            }
+        }
+    }
+
+    /// What an Execute runs: the statement last bound, as the client
+    /// prepared it.
+    pub(super) fn bound_text(&self) -> Option<(Arc<str>, Option<std::time::Duration>)> {
+        self.bound.as_ref().map(|st| (st.query.clone(), st.rule_timeout))
+    }
+}
+
+/// A Query message's text (without its terminating NUL).
+pub(super) fn query_text(msg: &[u8]) -> &[u8] {
+    messages::body(msg).split_last().map(|(_, s)| s).unwrap_or_default()
+}

@@ -1,0 +1,242 @@
+//! What the core does with each statement a session runs, the same for
+//! both engines: the query rules that apply to it ([`crate::rules`]) and
+//! its per-digest statistics ([`crate::digests`]). A session holds one
+//! [`Inspector`]; engines ask it about a statement before sending it
+//! ([`Inspector::rules`]) and report what became of it after its answer
+//! ([`Inspector::record`]). With no rules for the session and digest
+//! statistics off, both cost one pointer comparison and one atomic load.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gatehouse_sql::Digest;
+
+use crate::config::Settings;
+use crate::digests::{DigestStats, Sample};
+use crate::engine::Engine;
+use crate::rules::{RouteTo, Rules, SessionFacts, SessionRules, Verdict};
+use crate::topology::Intent;
+
+/// A session's view of the rules and the digest store.
+#[derive(Debug)]
+pub struct Inspector {
+    tenant: Arc<str>,
+    database: String,
+    endpoint: Arc<str>,
+    client: Option<IpAddr>,
+    /// The rule set `rules` was filtered from: another one (a reload)
+    /// filters again.
+    from: Arc<Rules>,
+    rules: Option<SessionRules>,
+}
+
+/// A statement under way that the core follows: its digest statistics
+/// and its rule's statement timeout. Dropping it (the statement answered,
+/// skipped, or lost with its connection) stops the timeout.
+#[derive(Debug, Default)]
+pub struct Tracked {
+    pub timed: Option<Timed>,
+    /// The reason it pinned the session, if it did.
+    pub pin: Option<&'static str>,
+    watchdog: Option<tokio::task::AbortHandle>,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Some(w) = self.watchdog.take() {
+            w.abort();
+        }
+    }
+}
+
+impl Tracked {
+    pub fn new(timed: Option<Timed>, pin: Option<&'static str>) -> Self {
+        Self {
+            timed,
+            pin,
+            watchdog: None,
+        }
+    }
+
+    /// Cancels the statement on its backend if it still runs `after` from
+    /// now, as a client's cancel request would (the session's cancel
+    /// slot names its backend query; nothing when the session no longer
+    /// holds a connection). The server answers it as cancelled (57014 /
+    /// MySQL 1317).
+    pub fn arm_timeout<E: Engine>(
+        &mut self,
+        core: &Arc<crate::core::Core<E>>,
+        slot: &Arc<crate::cancel::CancelSlot<E::CancelTarget>>,
+        after: Duration,
+    ) {
+        let (core, slot) = (core.clone(), slot.clone());
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let Some(claimed) = slot.claim() else { return };
+            tracing::info!(after = ?after, "statement timeout of a query rule: cancelling the statement");
+            if let Err(e) = core.engine.cancel(claimed.target.clone()).await {
+                tracing::warn!(error = %e, "a rule's statement timeout could not cancel the statement");
+            }
+            drop(claimed);
+        });
+        self.watchdog = Some(task.abort_handle());
+    }
+}
+
+/// A statement under way whose digest statistics are kept.
+#[derive(Debug)]
+pub struct Timed {
+    pub digest: Digest,
+    /// When it was sent to the backend.
+    pub sent: Instant,
+    /// How long it waited for a backend connection.
+    pub lease_wait: Duration,
+}
+
+impl Inspector {
+    pub fn new(settings: &Settings, tenant: &str, database: &str, endpoint: &str, client: Option<IpAddr>) -> Self {
+        let mut me = Self {
+            tenant: Arc::from(tenant),
+            database: database.to_owned(),
+            endpoint: Arc::from(endpoint),
+            client,
+            from: settings.rules.clone(),
+            rules: None,
+        };
+        me.filter();
+        me
+    }
+
+    fn filter(&mut self) {
+        self.rules = self.from.for_session(&SessionFacts {
+            tenant: &self.tenant,
+            database: &self.database,
+            endpoint: &self.endpoint,
+            client: self.client,
+        });
+    }
+
+    /// The session now uses another database (MySQL `USE`, COM_INIT_DB).
+    pub fn set_database(&mut self, database: &str) {
+        if self.database != database {
+            database.clone_into(&mut self.database);
+            self.filter();
+        }
+    }
+
+    /// Whether any rule can apply to this session's statements now.
+    pub fn has_rules(&mut self, settings: &Settings) -> bool {
+        if !Arc::ptr_eq(&self.from, &settings.rules) {
+            self.from = settings.rules.clone();
+            self.filter();
+        }
+        self.rules.is_some()
+    }
+
+    /// What the rules decide for `text`; `None` when none matched (or none
+    /// can apply). A rule with `log = true` logs the hit here.
+    pub fn rules(&mut self, settings: &Settings, text: &str, digest: &dyn Fn(&str) -> Digest) -> Option<Verdict> {
+        if !self.has_rules(settings) {
+            return None;
+        }
+        let verdict = self.rules.as_ref()?.evaluate(text, digest)?;
+        if verdict.log {
+            tracing::info!(
+                tenant = %self.tenant,
+                endpoint = %self.endpoint,
+                rules = ?verdict.matched,
+                blocked = verdict.block.is_some(),
+                rewritten = verdict.rewritten.is_some(),
+                statement = %truncate(text, 1024),
+                "query rule hit"
+            );
+        }
+        Some(verdict)
+    }
+
+    /// Starts timing a statement for its digest statistics, when they are
+    /// on: `digest` computes its digest (only then).
+    pub fn start<E: Engine>(
+        core: &crate::core::Core<E>,
+        text: &str,
+        lease_wait: Duration,
+        digest: impl FnOnce(&str) -> Digest,
+    ) -> Option<Timed> {
+        core.digests.load().as_ref()?;
+        Some(Timed {
+            digest: digest(text),
+            sent: Instant::now(),
+            lease_wait,
+        })
+    }
+
+    /// Records a statement's outcome in the digest store, if it is on.
+    pub fn record(&self, store: Option<&DigestStats>, t: &Timed, rows: u64, error: bool, pin: Option<&'static str>) {
+        let Some(store) = store else { return };
+        store.record(&Sample {
+            id: t.digest.id,
+            text: &t.digest.text,
+            tenant: &self.tenant,
+            endpoint: &self.endpoint,
+            backend: t.sent.elapsed(),
+            lease_wait: t.lease_wait,
+            rows,
+            error,
+            pin,
+        });
+    }
+}
+
+/// The lease intent a rule's route asks for, if it names one the router
+/// serves (the writer or a replica of the session's cluster).
+pub fn intent_of(route: Option<&RouteTo>) -> Option<Intent<'static>> {
+    match route? {
+        RouteTo::Writer => Some(Intent::Ruled { replica: false }),
+        RouteTo::Replica => Some(Intent::Ruled { replica: true }),
+        RouteTo::Backend(_) | RouteTo::Cluster(_) => None,
+    }
+}
+
+/// At most `max` bytes of `s`, cut at a char boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The rows a PostgreSQL CommandComplete tag reports (`INSERT 0 5`,
+/// `SELECT 3`, `UPDATE 2`): its last number, 0 when it has none.
+pub fn rows_of_tag(tag: &[u8]) -> u64 {
+    let tag = tag.strip_suffix(&[0]).unwrap_or(tag);
+    tag.rsplit(|&b| b == b' ')
+        .next()
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_come_from_the_tags_last_number() {
+        assert_eq!(rows_of_tag(b"INSERT 0 5\0"), 5);
+        assert_eq!(rows_of_tag(b"SELECT 3\0"), 3);
+        assert_eq!(rows_of_tag(b"UPDATE 12"), 12);
+        assert_eq!(rows_of_tag(b"BEGIN\0"), 0);
+        assert_eq!(rows_of_tag(b""), 0);
+    }
+
+    #[test]
+    fn long_statements_are_cut_at_a_char_boundary() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("abc", 10), "abc");
+    }
+}
