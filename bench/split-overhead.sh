@@ -75,24 +75,36 @@ done
 case $PGBENCH_MODE in simple | extended | prepared) ;; *) echo "BENCH_PGBENCH_MODE must be simple, extended or prepared" >&2; exit 2 ;; esac
 
 # variant_toml VARIANT: the configuration a variant adds to the proxy's
-# (appended to the file; the proxy restarts for each variant). Only "base"
-# (nothing added) is measured. Two names are reserved for later, and
-# refused until they are written here:
-#   rules100  100 routing rules on the split endpoint, none matching the
-#             workloads' statements: what checking rules costs per statement;
-#   digest    per-digest query statistics on: what normalising and counting
-#             each statement costs.
+# (appended to the file; the proxy restarts for each variant):
+#   base      nothing: the split endpoint's classifier alone;
+#   rules100  100 query rules on the split endpoints, none matching the
+#             workloads' statements (each a text regex the statement is
+#             checked against): what checking rules costs per statement;
+#             the read_write endpoints have no rules;
+#   digest    per-digest statistics on (both endpoints): what normalising,
+#             timing and counting each statement costs; compared with the
+#             base variant's read_write endpoint (run before it).
 variant_toml() {
   case $1 in
     base) ;;
-    rules100 | digest)
-      echo "variant $1 is not implemented in this script (see variant_toml)" >&2
-      return 1
+    rules100)
+      local i
+      for ((i = 1; i <= 100; i++)); do
+        printf '\n[[rules]]\nname = "r%d"\nendpoints = ["pg_split", "my_split"]\nquery_regex = "(?i)from no_such_table_%d "\nblock = "never"\n' "$i" "$i"
+      done
       ;;
+    digest) printf '\n[digests]\nenabled = true\n' ;;
     *)
-      echo "unknown variant $1 (base; reserved: rules100, digest)" >&2
+      echo "unknown variant $1 (base, rules100, digest)" >&2
       return 1
       ;;
+  esac
+}
+# want_of VARIANT: the target ratio (split / read_write; digest: against base).
+want_of() {
+  case $1 in
+    base) echo 0.95 ;;
+    *) echo 0.9 ;;
   esac
 }
 for v in "${VARIANTS[@]}"; do variant_toml "$v" >/dev/null || exit 2; done
@@ -351,9 +363,9 @@ for v in "${VARIANTS[@]}"; do
   stop_proxy
 done
 
-# target_note RATIO: the target for split / read_write throughput, met or not.
+# target_note RATIO [WANT]: the target ratio, met or not.
 target_note() {
-  awk -v r="$1" -v want="$WANT" 'BEGIN {
+  awk -v r="$1" -v want="${2:-$WANT}" 'BEGIN {
     if (r !~ /^[0-9.]+$/) print "(>= " want "x: -)"; else if (r >= want) print "(>= " want "x: met)"; else print "(>= " want "x: MISSED)" }'
 }
 # sum_of CELL_A CELL_B TARGET COL: sum of COL over the cell's ok runs.
@@ -382,8 +394,22 @@ report() {
       cr=$(mean_of "$a" "$n" rw 10 "%.4f") cs=$(mean_of "$a" "$n" split 10 "%.4f")
       ratio=$(rat "$ts" "$tr")
       printf '%-24s %6s | %9s %9s %6s %-15s | %7s %7s | %8s %8s %6s\n' "$(label "$engine")" "$n" "$tr" "$ts" "$ratio" \
-        "$(target_note "$ratio")" "$(mean_of "$a" "$n" rw 8 "%.3f")" "$(mean_of "$a" "$n" split 8 "%.3f")" "$cr" "$cs" "$(rat "$cs" "$cr")"
+        "$(target_note "$ratio" "$(want_of "$v")")" "$(mean_of "$a" "$n" rw 8 "%.3f")" "$(mean_of "$a" "$n" split 8 "%.3f")" "$cr" "$cs" "$(rat "$cs" "$cr")"
     done
+    if [ "$v" != base ] && [[ " ${VARIANTS[*]} " == *" base "* ]]; then
+      echo
+      echo "Variant $v against base (the same endpoint; variants run one after the other, not alternated)"
+      printf '%-24s %6s | %9s %9s %6s %-15s | %9s %9s %6s\n' workload n "TPS rw" "base rw" ratio "" "TPS spl" "base spl" ratio
+      for cell in "${cells[@]}"; do
+        read -r engine n <<<"$cell"
+        local vr br vs bs r1
+        vr=$(mean_of "$v/$engine" "$n" rw 6 "%.0f") br=$(mean_of "base/$engine" "$n" rw 6 "%.0f")
+        vs=$(mean_of "$v/$engine" "$n" split 6 "%.0f") bs=$(mean_of "base/$engine" "$n" split 6 "%.0f")
+        r1=$(rat "$vr" "$br")
+        printf '%-24s %6s | %9s %9s %6s %-15s | %9s %9s %6s\n' "$(label "$engine")" "$n" "$vr" "$br" "$r1" \
+          "$(target_note "$r1" "$(want_of "$v")")" "$vs" "$bs" "$(rat "$vs" "$bs")"
+      done
+    fi
     echo
     echo "Variant $v: the machine's busy cores over the runs and their part none of the benchmark's processes used (other: CPU"
     echo "charged to no process, e.g. loopback softirq work, plus any other process on the machine; a cell whose other is well"

@@ -131,10 +131,11 @@ async fn resumed(parked: Box<ParkedLive>, socket: std::net::TcpStream, timed_out
 mod tests {
     /// A parked client costs this box, its cancel key and its place in the
     /// lot: the bound catches a field that makes every parked client
-    /// bigger (184 bytes when written).
+    /// bigger (184 bytes when written; 200 since the session keeps its
+    /// query rules and digest statistics' inspector, one pointer).
     #[test]
     fn parked_session_stays_small() {
         let parked = std::mem::size_of::<super::ParkedLive>();
-        assert!(parked <= 192, "a parked session grew to {parked} bytes");
+        assert!(parked <= 200, "a parked session grew to {parked} bytes");
     }
 }
