@@ -104,7 +104,7 @@ pub fn compile(raw: &[RawRule], topology: &Topology<'_>) -> Result<Rules, Vec<Ru
         .iter()
         .filter_map(|e| Some((e.name.to_owned(), topology.cluster(e.cluster)?.engine)))
         .collect::<HashMap<_, _>>();
-    Ok(Rules { rules, engines })
+    Ok(Rules::new(rules, engines))
 }
 
 /// Collects the problems of one rule.

@@ -19,6 +19,11 @@ struct Current<'t> {
     text: Cow<'t, str>,
     kind: Option<Option<Range<usize>>>,
     digest: Option<Digest>,
+    /// Which of the rule set's text regexes match the statement as the
+    /// client sent it, scanned once when first needed; not used once a
+    /// rewrite changed the text.
+    query_hits: Option<regex::SetMatches>,
+    rewritten: bool,
 }
 
 impl Current<'_> {
@@ -26,6 +31,18 @@ impl Current<'_> {
         let text = &*self.text;
         let range = self.kind.get_or_insert_with(|| kind::kind_range_for(text, engine));
         range.clone().and_then(|r| self.text.get(r))
+    }
+
+    /// Whether rule `i`'s text regex `re` matches: from the set's one scan
+    /// while the text is the client's, else on its own.
+    fn query_matches(&mut self, re: &regex::Regex, set: Option<&super::QuerySet>, i: usize) -> bool {
+        match set.and_then(|q| Some((q, q.slot.get(i).copied().flatten()?))) {
+            Some((q, at)) if !self.rewritten => {
+                let text = &*self.text;
+                self.query_hits.get_or_insert_with(|| q.set.matches(text)).matched(at)
+            }
+            _ => re.is_match(&self.text),
+        }
     }
 
     fn digest(&mut self, compute: &dyn Fn(&str) -> Digest) -> &Digest {
@@ -44,6 +61,7 @@ impl Current<'_> {
             self.text = Cow::Owned(s);
             self.kind = None;
             self.digest = None;
+            self.rewritten = true;
         }
     }
 }
@@ -64,13 +82,15 @@ impl SessionRules {
             text: Cow::Borrowed(text),
             kind: None,
             digest: None,
+            query_hits: None,
+            rewritten: false,
         };
         let mut verdict: Option<Verdict> = None;
         for &i in self.candidates.iter() {
             let Some(rule) = self.rules.rules.get(i) else {
                 continue;
             };
-            if !rule.matches(&mut cur, self.engine, digest) {
+            if !rule.matches(&mut cur, self.engine, digest, self.rules.query_set.as_ref(), i) {
                 continue;
             }
             rule.hits.fetch_add(1, Ordering::Relaxed);
@@ -113,7 +133,14 @@ impl Rule {
     /// Whether the per-statement fields match, cheapest first: kinds, then
     /// the exact digest (text or id), then the regexes (the statement's
     /// before the digest's, which may need the digest computed).
-    fn matches(&self, cur: &mut Current<'_>, engine: Option<EngineKind>, digest: &dyn Fn(&str) -> Digest) -> bool {
+    fn matches(
+        &self,
+        cur: &mut Current<'_>,
+        engine: Option<EngineKind>,
+        digest: &dyn Fn(&str) -> Digest,
+        set: Option<&super::QuerySet>,
+        i: usize,
+    ) -> bool {
         if let Some(kinds) = &self.kinds {
             match cur.kind(engine) {
                 Some(k) if kinds.iter().any(|x| x.eq_ignore_ascii_case(k)) => {}
@@ -126,7 +153,7 @@ impl Rule {
             _ => {}
         }
         if let Some(re) = &self.query_regex
-            && !re.is_match(&cur.text)
+            && !cur.query_matches(re, set, i)
         {
             return false;
         }

@@ -57,6 +57,54 @@ pub struct Rules {
     /// The engine of each endpoint's cluster: the comment syntax a
     /// statement's kind is read with.
     engines: HashMap<String, EngineKind>,
+    /// Every rule's `query_regex` in one set, so a statement is scanned
+    /// once for all of them, not once per rule (`matcher`); `None` when no
+    /// rule has one, or when the set would pass the size limit (each rule
+    /// then matches on its own).
+    query_set: Option<QuerySet>,
+}
+
+/// The `query_regex`es of a rule set as one [`regex::RegexSet`].
+#[derive(Debug)]
+struct QuerySet {
+    set: regex::RegexSet,
+    /// For each rule, its pattern's index in `set`.
+    slot: Vec<Option<usize>>,
+}
+
+impl QuerySet {
+    /// One set over `rules`' text regexes, if it compiles within the limit.
+    fn of(rules: &[Rule]) -> Option<Self> {
+        let mut slot = Vec::with_capacity(rules.len());
+        let mut patterns = Vec::new();
+        for r in rules {
+            slot.push(r.query_regex.as_ref().map(|re| {
+                patterns.push(re.as_str());
+                patterns.len() - 1
+            }));
+        }
+        if patterns.is_empty() {
+            return None;
+        }
+        let set = regex::RegexSetBuilder::new(patterns)
+            .size_limit(REGEX_SIZE_LIMIT.saturating_mul(4))
+            .dfa_size_limit(REGEX_SIZE_LIMIT.saturating_mul(4))
+            .build()
+            .ok()?;
+        Some(Self { set, slot })
+    }
+}
+
+impl Rules {
+    /// The compiled set, with its text regexes gathered into one set.
+    fn new(rules: Vec<Rule>, engines: HashMap<String, EngineKind>) -> Self {
+        let query_set = QuerySet::of(&rules);
+        Self {
+            rules,
+            engines,
+            query_set,
+        }
+    }
 }
 
 /// One compiled rule.

@@ -4,8 +4,9 @@
 //! digest answers 42501 and runs nothing; rules of another tenant, network,
 //! database or endpoint do not apply; a rewrite changes what runs; a route
 //! sends a statement of a read/write endpoint to a replica; a statement
-//! timeout cancels (57014); each rule counts its hits, and the digest store
-//! (and `GET /api/digests`) has each statement's calls, errors and rows.
+//! timeout cancels (57014); a session-mode endpoint is inspected too; each
+//! rule counts its hits, and the digest store (and `GET /api/digests`) has
+//! each statement's calls, errors and rows.
 
 use anyhow::{Context, Result, ensure};
 use tokio_postgres::error::SqlState;
@@ -80,6 +81,7 @@ fn rules_both_protocols(ctx: &Ctx) -> Result<()> {
         let settings = crate::reload::settings(ctx, |t| format!("{t}\n{RULES}"))?;
         let app = gatehouse::App::bind(settings).await?;
         let tx = app.local_addr("tx").context("no tx endpoint")?;
+        let app_solo = app.local_addr("solo");
         let admin = app.admin_addr().context("no admin API")?;
         let core = app.pg_core();
         let rules = app.settings().rules.clone();
@@ -145,11 +147,31 @@ fn rules_both_protocols(ctx: &Ctx) -> Result<()> {
             let n: i32 = c.query_one("SELECT 1", &[]).await?.get(0);
             ensure!(n == 1, "the session goes on after its timeout");
 
+            // A session-mode endpoint: served by the transaction path,
+            // pinned, and inspected the same way.
+            let solo = app_solo.context("no solo endpoint")?;
+            let info = format!(
+                "host={} port={} user=alice password=alice-pw dbname=app1 sslmode=disable",
+                solo.ip(),
+                solo.port()
+            );
+            let (s, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
+            tokio::spawn(conn);
+            let e = s
+                .batch_execute("DROP TABLE no_such_table")
+                .await
+                .err()
+                .context("DROP ran in session mode")?;
+            ensure!(code(&e) == Some("42501"), "{e:?}");
+            let pid: i32 = s.query_one("SELECT pg_backend_pid() AS probes_pid", &[]).await?.get(0);
+            let again: i32 = s.query_one("SELECT pg_backend_pid() AS probes_pid", &[]).await?.get(0);
+            ensure!(pid == again, "a session-mode client changed backend connections");
+
             // Hits.
             let hits: std::collections::HashMap<String, u64> =
                 rules.counters().into_iter().map(|r| (r.name, r.hits)).collect();
             for (name, at_least) in [
-                ("no-drop", 2),
+                ("no-drop", 3),
                 ("question", 2),
                 ("by-digest", 2),
                 ("to-replica", 2),
@@ -182,6 +204,11 @@ fn rules_both_protocols(ctx: &Ctx) -> Result<()> {
                 !rows.iter().any(|r| r.text.contains("drop")),
                 "a blocked statement ran: {rows:#?}"
             );
+            let pids = rows
+                .iter()
+                .find(|r| r.text == "select pg_backend_pid() as probes_pid")
+                .with_context(|| format!("{rows:#?}"))?;
+            ensure!(pids.calls == 2 && pids.endpoints == ["solo"], "{pids:?}");
             let api = gatehouse_testkit::http::request(admin, "GET", "/api/digests?limit=100", Some(&ctx.admin_token))?;
             ensure!(
                 api.status == 200 && api.body.contains("select pg_sleep(?)"),

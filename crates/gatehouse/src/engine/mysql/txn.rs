@@ -173,6 +173,8 @@ pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
     }
     if s.endpoint.pool_mode == PoolMode::Session {
         s.pin("session_mode");
+        // The endpoint's doing, not a statement's (digest statistics).
+        s.just_pinned = None;
     }
     s
 }

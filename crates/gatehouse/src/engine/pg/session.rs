@@ -357,11 +357,15 @@ async fn begin(
     cap: Option<TenantCap>,
     params: Vec<(String, String)>,
     cancel: CancelKey<PgCancelTarget>,
-    inspect: Box<crate::inspect::Inspector>,
+    mut inspect: Box<crate::inspect::Inspector>,
 ) -> Result<Option<TxSession>, ProxyError> {
     // Startup parameters matter only until the greeting: not kept.
     let wanted = session_parameters(params)?;
-    if endpoint.pool_mode == PoolMode::Session {
+    // A session-mode client whose statements the core must see (query
+    // rules, digest statistics) is served by the transaction path, pinned
+    // from its first statement; otherwise by the plain relay.
+    let inspected = core.digests.load().is_some() || inspect.has_rules(&core.settings());
+    if endpoint.pool_mode == PoolMode::Session && !inspected {
         Box::pin(run_session(
             core,
             endpoint,
@@ -382,6 +386,8 @@ async fn begin(
     tx.backend_cap = cap;
     if let Some((lease, detail)) = start.pinned {
         tx.start_pinned(lease, "startup_untracked", detail);
+    } else if endpoint.pool_mode == PoolMode::Session {
+        tx.pin_session_mode();
     }
     Ok(Some(tx))
 }

@@ -485,6 +485,15 @@ impl TxSession {
         self.pin(code, detail);
     }
 
+    /// A session-mode session served by this path (its statements are
+    /// inspected): pinned before its first statement, so the connection
+    /// its first statement borrows is its own to the end.
+    pub fn pin_session_mode(&mut self) {
+        self.pin("session_mode", "session pool mode".to_owned());
+        // The endpoint's doing, not a statement's (digest statistics).
+        self.just_pinned = None;
+    }
+
     fn pin(&mut self, code: &'static str, detail: String) {
         if self.pinned.is_none() {
             tracing::info!(
