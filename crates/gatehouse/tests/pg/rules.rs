@@ -20,57 +20,17 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
     )]
 }
 
-/// The rules under test, in order.
-pub const RULES: &str = r#"
-[digests]
-enabled = true
-max_digests = 100
-
-[[rules]]
-name = "no-drop"
-kinds = ["drop"]
-block = "dropping tables is not allowed through the proxy"
-log = true
-
-[[rules]]
-name = "other-tenant"
-tenants = ["nobody"]
-query_regex = "answer|probe"
-block = "never: another tenant's rule"
-
-[[rules]]
-name = "other-network"
-client_cidrs = ["10.0.0.0/8"]
-query_regex = "answer|probe"
-block = "never: another network's rule"
-
-[[rules]]
-name = "other-database"
-databases = ["no_such_db"]
-query_regex = "answer|probe"
-block = "never: another database's rule"
-
-[[rules]]
-name = "question"
-query_regex = "'question'"
-rewrite = { pattern = "'question'", replacement = "'answer'" }
-continue = true
-
-[[rules]]
-name = "by-digest"
-digest_regex = "^select \\? as probe$"
-block = "probes are blocked"
-
+/// The rules under test: both engines' (`tests/rules_common.toml`), then
+/// a route to a replica.
+pub const RULES: &str = concat!(
+    include_str!("../rules_common.toml"),
+    r#"
 [[rules]]
 name = "to-replica"
 query_regex = "in_recovery"
 route = "replica"
-
-[[rules]]
-name = "slow"
-query_regex = "(?i)sleep"
-statement_timeout = "300ms"
-"#;
+"#
+);
 
 fn code(e: &tokio_postgres::Error) -> Option<&str> {
     e.code().map(|c| c.code())
