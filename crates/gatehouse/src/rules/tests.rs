@@ -4,7 +4,7 @@
 
 use std::cell::Cell;
 use std::net::IpAddr;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_sql::Digest;
@@ -13,13 +13,19 @@ use serde::Deserialize;
 use super::*;
 use crate::config::raw::RawRule;
 
-static MAIN: LazyLock<Vec<String>> = LazyLock::new(|| vec!["10.0.0.1:5432".into(), "10.0.0.2:5432".into()]);
-static OTHER: LazyLock<Vec<String>> = LazyLock::new(|| vec!["10.0.1.1:5432".into()]);
-static MARIA: LazyLock<Vec<String>> = LazyLock::new(|| vec!["10.0.2.1:3306".into()]);
+/// The backends of clusters main, other and maria.
+fn backends() -> [Vec<String>; 3] {
+    [
+        vec!["10.0.0.1:5432".into(), "10.0.0.2:5432".into()],
+        vec!["10.0.1.1:5432".into()],
+        vec!["10.0.2.1:3306".into()],
+    ]
+}
 
 /// Endpoints rw and ro on PostgreSQL cluster main, my on MySQL cluster
 /// maria; cluster other is PostgreSQL without endpoints.
-fn topology() -> Topology<'static> {
+fn topology(backends: &[Vec<String>; 3]) -> Topology<'_> {
+    let [main, other, maria] = backends;
     Topology {
         endpoints: vec![
             EndpointFacts {
@@ -39,17 +45,17 @@ fn topology() -> Topology<'static> {
             ClusterFacts {
                 name: "main",
                 engine: EngineKind::Postgres,
-                backends: &MAIN,
+                backends: main,
             },
             ClusterFacts {
                 name: "other",
                 engine: EngineKind::Postgres,
-                backends: &OTHER,
+                backends: other,
             },
             ClusterFacts {
                 name: "maria",
                 engine: EngineKind::Mysql,
-                backends: &MARIA,
+                backends: maria,
             },
         ],
     }
@@ -63,7 +69,7 @@ struct Doc {
 
 fn compile_toml(text: &str) -> Result<Rules, Vec<RuleError>> {
     let doc: Doc = toml::from_str(text).unwrap();
-    compile(&doc.rules, &topology())
+    compile(&doc.rules, &topology(&backends()))
 }
 
 fn rules(text: &str) -> Arc<Rules> {

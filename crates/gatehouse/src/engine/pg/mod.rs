@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod greeting;
+mod handover;
 pub mod login;
 mod parked;
 pub mod pending;
