@@ -148,7 +148,7 @@ impl Inspector {
                 rules = ?verdict.matched,
                 blocked = verdict.block.is_some(),
                 rewritten = verdict.rewritten.is_some(),
-                statement = %truncate(text, 1024),
+                statement = %crate::digests::cut(text, 1024),
                 "query rule hit"
             );
         }
@@ -195,48 +195,5 @@ pub fn intent_of(route: Option<&RouteTo>) -> Option<Intent<'static>> {
         RouteTo::Writer => Some(Intent::Ruled { replica: false }),
         RouteTo::Replica => Some(Intent::Ruled { replica: true }),
         RouteTo::Backend(_) | RouteTo::Cluster(_) => None,
-    }
-}
-
-/// At most `max` bytes of `s`, cut at a char boundary.
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-/// The rows a PostgreSQL CommandComplete tag reports (`INSERT 0 5`,
-/// `SELECT 3`, `UPDATE 2`): its last number, 0 when it has none.
-pub fn rows_of_tag(tag: &[u8]) -> u64 {
-    let tag = tag.strip_suffix(&[0]).unwrap_or(tag);
-    tag.rsplit(|&b| b == b' ')
-        .next()
-        .and_then(|n| std::str::from_utf8(n).ok())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_come_from_the_tags_last_number() {
-        assert_eq!(rows_of_tag(b"INSERT 0 5\0"), 5);
-        assert_eq!(rows_of_tag(b"SELECT 3\0"), 3);
-        assert_eq!(rows_of_tag(b"UPDATE 12"), 12);
-        assert_eq!(rows_of_tag(b"BEGIN\0"), 0);
-        assert_eq!(rows_of_tag(b""), 0);
-    }
-
-    #[test]
-    fn long_statements_are_cut_at_a_char_boundary() {
-        assert_eq!(truncate("héllo", 2), "h");
-        assert_eq!(truncate("abc", 10), "abc");
     }
 }

@@ -311,8 +311,9 @@ fn new_histogram() -> Option<Histogram<u32>> {
     Histogram::new_with_bounds(1, HISTOGRAM_HIGH_US, HISTOGRAM_SIGFIG).ok()
 }
 
-/// `s` cut at the last char boundary at or below `max` bytes.
-pub(super) fn cut(s: &str, max: usize) -> &str {
+/// `s` cut at the last char boundary at or below `max` bytes (digest
+/// texts, names, and statements in logs).
+pub(crate) fn cut(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }

@@ -60,6 +60,7 @@ use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub(crate) use entry::cut;
 use entry::{Shard, mix};
 
 /// Distinct tenants (and, separately, endpoints) kept per digest; further

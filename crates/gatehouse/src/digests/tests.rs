@@ -401,3 +401,9 @@ fn a_poisoned_shard_still_records() {
     stats.reset();
     assert!(stats.is_empty());
 }
+
+#[test]
+fn long_statements_are_cut_at_a_char_boundary() {
+    assert_eq!(super::cut("héllo", 2), "h");
+    assert_eq!(super::cut("abc", 10), "abc");
+}

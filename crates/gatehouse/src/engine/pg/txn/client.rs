@@ -288,10 +288,13 @@ impl TxSession {
                 }
             }
             b'E' => {
-                let tracked = match self.bound_text() {
-                    Some((text, timeout)) => self.follow(&text, timeout),
-                    None => None,
-                };
+                // What it runs is looked at only when something follows it.
+                let timeout = self.bound.as_ref().and_then(|st| st.rule_timeout);
+                let text = self
+                    .followed(timeout)
+                    .then(|| self.bound.as_ref().map(|st| st.query.clone()))
+                    .flatten();
+                let tracked = text.and_then(|text| self.follow(&text, timeout));
                 self.to_backend.extend_from_slice(&msg);
                 self.queue.push(Pending::Execute(tracked), &mut self.to_client);
             }

@@ -6,8 +6,6 @@
 //! followed to its answer for the digest store and a rule's statement
 //! timeout.
 
-use std::sync::Arc;
-
 use bytes::{Bytes, BytesMut};
 use gatehouse_proto_pg::{extended, messages};
 
@@ -139,14 +137,39 @@ impl TxSession {
         }
     }
 
-    /// What an Execute runs: the statement last bound, as the client
-    /// prepared it.
-    pub(super) fn bound_text(&self) -> Option<(Arc<str>, Option<std::time::Duration>)> {
-        self.bound.as_ref().map(|st| (st.query.clone(), st.rule_timeout))
+    /// Whether the core follows the statement about to be sent: digest
+    /// statistics on, a rule's timeout, or a pin it caused.
+    pub(super) fn followed(&self, timeout: Option<std::time::Duration>) -> bool {
+        timeout.is_some() || self.just_pinned.is_some() || self.core.digests.load().is_some()
     }
 }
 
 /// A Query message's text (without its terminating NUL).
 pub(super) fn query_text(msg: &[u8]) -> &[u8] {
     messages::body(msg).split_last().map(|(_, s)| s).unwrap_or_default()
+}
+
+/// The rows a CommandComplete tag reports (`INSERT 0 5`, `SELECT 3`,
+/// `UPDATE 2`; PostgreSQL docs §55.7): its last number, 0 when it has none.
+pub(super) fn rows_of_tag(tag: &[u8]) -> u64 {
+    let tag = tag.strip_suffix(&[0]).unwrap_or(tag);
+    tag.rsplit(|&b| b == b' ')
+        .next()
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_come_from_the_tags_last_number() {
+        assert_eq!(rows_of_tag(b"INSERT 0 5\0"), 5);
+        assert_eq!(rows_of_tag(b"SELECT 3\0"), 3);
+        assert_eq!(rows_of_tag(b"UPDATE 12"), 12);
+        assert_eq!(rows_of_tag(b"BEGIN\0"), 0);
+        assert_eq!(rows_of_tag(b""), 0);
+    }
 }

@@ -190,7 +190,7 @@ impl TxSession {
                 _ => {}
             }
             if tag == b'C' && self.queue.front_followed() {
-                self.queue.add_rows(crate::inspect::rows_of_tag(messages::body(&msg)));
+                self.queue.add_rows(super::inspect::rows_of_tag(messages::body(&msg)));
             }
             if self.queue.on_message(tag) == Disposition::Forward {
                 self.to_client.extend_from_slice(&msg);
