@@ -15,8 +15,7 @@ use gatehouse_sql::Digest;
 use crate::config::Settings;
 use crate::digests::{DigestStats, Sample};
 use crate::engine::Engine;
-use crate::rules::{RouteTo, Rules, SessionFacts, SessionRules, Verdict};
-use crate::topology::Intent;
+use crate::rules::{LoggedHit, Rules, SessionFacts, SessionRules, Verdict};
 
 /// A session's view of the rules and the digest store.
 #[derive(Debug)]
@@ -135,7 +134,8 @@ impl Inspector {
     }
 
     /// What the rules decide for `text`; `None` when none matched (or none
-    /// can apply). A rule with `log = true` logs the hit here.
+    /// can apply). A rule with `log = true` logs the hit here, and keeps it for the
+    /// admin API ([`crate::rules::HitLog`]).
     pub fn rules(&mut self, settings: &Settings, text: &str, digest: &dyn Fn(&str) -> Digest) -> Option<Verdict> {
         if !self.has_rules(settings) {
             return None;
@@ -148,9 +148,17 @@ impl Inspector {
                 rules = ?verdict.matched,
                 blocked = verdict.block.is_some(),
                 rewritten = verdict.rewritten.is_some(),
-                statement = %crate::digests::cut(text, 1024),
+                statement = %crate::digests::cut(text, crate::rules::LOGGED_TEXT_LIMIT),
                 "query rule hit"
             );
+            settings.rules.logged().push(LoggedHit::now(
+                &self.tenant,
+                &self.endpoint,
+                verdict.matched.iter().map(|r| r.to_string()).collect(),
+                verdict.block.is_some(),
+                verdict.rewritten.is_some(),
+                text,
+            ));
         }
         Some(verdict)
     }
@@ -185,15 +193,5 @@ impl Inspector {
             error,
             pin,
         });
-    }
-}
-
-/// The lease intent a rule's route asks for, if it names one the router
-/// serves (the writer or a replica of the session's cluster).
-pub fn intent_of(route: Option<&RouteTo>) -> Option<Intent<'static>> {
-    match route? {
-        RouteTo::Writer => Some(Intent::Ruled { replica: false }),
-        RouteTo::Replica => Some(Intent::Ruled { replica: true }),
-        RouteTo::Backend(_) | RouteTo::Cluster(_) => None,
     }
 }

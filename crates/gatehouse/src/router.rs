@@ -5,7 +5,10 @@
 //! the pool it used last (tenant's backend user and secret, database);
 //! the router picks the backend from the topology as it is *now*
 //! ([`ClusterState::choose`]), takes the pool for (that backend, the same
-//! user and database), and borrows from it.
+//! user and database), and borrows from it. A query rule's route
+//! ([`Intent::Ruled`]) may name one backend of the cluster, or another
+//! cluster of the same engine, whose writer then serves the lease from a
+//! pool of that cluster's own; the next lease without a rule comes back.
 //!
 //! With no backend to route to (no writer during a failover, no replica
 //! and no fallback), the lease waits on the topology's watch channel, so
@@ -27,7 +30,7 @@ use crate::engine::Engine;
 use crate::engine::position::Position;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
-use crate::topology::{Choice, ClusterState, Intent, Why};
+use crate::topology::{Choice, ClusterState, Intent, RouteTo, Why};
 
 /// The longest a lease waits before routing again after its backend
 /// refused a connection, when the topology does not change sooner.
@@ -118,6 +121,7 @@ impl<E: Engine> Core<E> {
         let state = self.cluster_state(endpoint)?;
         let mut key = pool.key().clone();
         key.database = database.to_owned();
+        key.cluster.clone_from(&state.name);
         let leases = state
             .backends()
             .iter()
@@ -154,6 +158,18 @@ impl<E: Engine> Core<E> {
         })
     }
 
+    /// The cluster a rule's `route = { cluster }` names, as the topology
+    /// lists it now (a reload that removed it also dropped the rule; a
+    /// statement ruled before that finds no backend).
+    fn routed_cluster(&self, name: &str) -> Result<Arc<ClusterState>, ProxyError> {
+        self.topology.cluster(name).ok_or_else(|| {
+            ProxyError::new(
+                Condition::NoBackendForRole,
+                format!("cluster \"{name}\" named by a query rule is no longer configured"),
+            )
+        })
+    }
+
     /// Routes one lease for a session of `endpoint` whose last pool is
     /// `pool` (replaced by the pool it is routed to), and borrows it, with
     /// the tenant's cap `cap` if any; `intent` is what a split endpoint's
@@ -166,7 +182,10 @@ impl<E: Engine> Core<E> {
         cap: Option<&TenantCap>,
         intent: Intent<'_>,
     ) -> Result<Lease<E>, ProxyError> {
-        let state = self.cluster_state(endpoint)?;
+        let state = match intent {
+            Intent::Ruled(RouteTo::Cluster(name)) => self.routed_cluster(name)?,
+            _ => self.cluster_state(endpoint)?,
+        };
         let choice = state.choose(endpoint, intent);
         // A read after the client's write that no replica had replayed at
         // its last probe: the least busy replica is asked how far it is now.
@@ -183,6 +202,7 @@ impl<E: Engine> Core<E> {
         // backend that cannot be reached) takes the boxed slow path.
         if let Some(choice) = choice
             && pool.key().backend == choice.backend.addr
+            && pool.key().cluster == state.name
         {
             match pool.lease_for(cap).await {
                 Ok(lease) => {
@@ -214,6 +234,7 @@ impl<E: Engine> Core<E> {
         }
         let mut key = pool.key().clone();
         key.backend = candidate.backend.addr.clone();
+        key.cluster.clone_from(&state.name);
         let reader_pool = self.pool_on(state, key, &pool.secret(), &candidate.backend.leases);
         let mut lease = reader_pool.lease_for(cap).await.ok()?;
         match E::replay_position(lease.conn()).await {
@@ -270,9 +291,10 @@ impl<E: Engine> Core<E> {
                 }
                 continue;
             };
-            if pool.key().backend != choice.backend.addr {
+            if pool.key().backend != choice.backend.addr || pool.key().cluster != state.name {
                 let mut key = pool.key().clone();
                 key.backend = choice.backend.addr.clone();
+                key.cluster.clone_from(&state.name);
                 tracing::debug!(cluster = %key.cluster, backend = %key.backend, why = choice.why.name(), "lease routed to another backend");
                 *pool = self.pool_on(state, key, &pool.secret(), &choice.backend.leases);
             }

@@ -27,7 +27,7 @@ use gatehouse_sql::{Route, WriteReason};
 
 use crate::engine::position::Position;
 use crate::error::ProxyError;
-use crate::topology::Intent;
+use crate::topology::{Intent, RouteTo};
 
 /// Where a transaction may run, from its first statements' routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +101,19 @@ impl Fold {
             (None, true) => Decision::Follow,
             (None, false) => Decision::Read,
         }
+    }
+}
+
+/// What a split session is told of a lease a query rule routed (`route`)
+/// for a transaction it decided `decision`: a replica's lease is a read; a
+/// named backend's or another cluster's lease is outside read-your-writes
+/// (its position means nothing to the session's replicas, and a replica
+/// has none to read), so the session is told nothing (`None`).
+pub fn ruled_decision(route: &RouteTo, decision: Decision) -> Option<Decision> {
+    match route {
+        RouteTo::Writer => Some(decision),
+        RouteTo::Replica => Some(Decision::Read),
+        RouteTo::Backend(_) | RouteTo::Cluster(_) => None,
     }
 }
 

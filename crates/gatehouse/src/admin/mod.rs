@@ -2,7 +2,8 @@
 //! `GET /api/backends`, `GET /api/clusters`, `GET /api/stats`,
 //! `GET /api/health`, `POST /api/reload`, `GET /api/digests[?limit=N]` and
 //! `POST /api/digests/reset` (per-digest statistics), `GET /api/rules` and
-//! `POST /api/rules/reset` (query rules and their hits), and the operator commands
+//! `POST /api/rules/reset` (query rules and their hits), `GET /api/rules/log`
+//! (the statements `log = true` rules matched lately), and the operator commands
 //! (`POST /api/clusters/{c}/pause|resume`, `/api/endpoints/{e}/pause|resume`,
 //! `/api/clusters/{c}/backends/{b}/drain|undrain`,
 //! `/api/clusters/{c}/switchover/{b}`). It shows names, counts and states, never a password,
@@ -62,6 +63,7 @@ fn router(state: Arc<AdminState>) -> Router {
         .route("/api/digests/reset", post(reset_digests))
         .route("/api/rules", get(rules))
         .route("/api/rules/reset", post(reset_rules))
+        .route("/api/rules/log", get(rules_log))
         .route("/api/clusters/{cluster}/pause", post(pause_cluster))
         .route("/api/clusters/{cluster}/resume", post(resume_cluster))
         .route("/api/endpoints/{endpoint}/pause", post(pause_endpoint))
@@ -267,11 +269,22 @@ async fn rules(State(state): State<Arc<AdminState>>) -> Response {
     axum::Json(serde_json::json!({ "rules": rules })).into_response()
 }
 
+/// The statements `log = true` rules matched lately, oldest first (at
+/// most [`crate::rules::LOGGED_HITS_KEPT`]).
+async fn rules_log(State(state): State<Arc<AdminState>>) -> Response {
+    let hits = state
+        .cores
+        .first()
+        .map(|c| c.settings_now().rules.logged().recent())
+        .unwrap_or_default();
+    axum::Json(serde_json::json!({ "logged": hits })).into_response()
+}
+
 async fn reset_rules(State(state): State<Arc<AdminState>>) -> Response {
     if let Some(c) = state.cores.first() {
         c.settings_now().rules.reset_counters();
     }
-    axum::Json(serde_json::json!({ "done": "rule hits reset" })).into_response()
+    axum::Json(serde_json::json!({ "done": "rule hits and logged hits reset" })).into_response()
 }
 
 async fn reload(State(state): State<Arc<AdminState>>) -> Response {

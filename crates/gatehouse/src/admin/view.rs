@@ -20,6 +20,8 @@ pub struct PoolView {
     pub database: String,
     pub idle: usize,
     pub leased: usize,
+    /// Connections open (idle or lent): what the pool holds on the server.
+    pub open: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -151,6 +153,7 @@ impl<E: Engine> CoreView for Core<E> {
                     database: k.database.clone(),
                     idle: p.idle_count(),
                     leased: p.leased_count(),
+                    open: p.open_count(),
                 }
             })
             .collect();

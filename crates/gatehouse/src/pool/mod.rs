@@ -52,6 +52,24 @@ struct Pooled<C> {
     idle_since: Instant,
     /// Its place in the backend's connection limit.
     _slot: Option<OwnedSemaphorePermit>,
+    _open: OpenMark,
+}
+
+/// Counts a connection in its pool's [`Pool::open_count`] for as long as it
+/// lives, wherever it is (idle, lent, waiting for a cancel to land).
+struct OpenMark(Arc<AtomicUsize>);
+
+impl OpenMark {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count.clone())
+    }
+}
+
+impl Drop for OpenMark {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 pub struct Pool<E: Engine> {
@@ -71,6 +89,8 @@ pub struct Pool<E: Engine> {
     backend_leases: Arc<AtomicUsize>,
     /// Boxed so a connection moves between pool and lease as a pointer.
     idle: Mutex<Vec<Box<Pooled<E::Conn>>>>,
+    /// Backend connections open now, idle or lent.
+    open: Arc<AtomicUsize>,
 }
 
 impl<E: Engine> Pool<E> {
@@ -83,7 +103,16 @@ impl<E: Engine> Pool<E> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
-    /// Connections lent out now.
+    /// Backend connections this pool has open now, idle or lent: never more
+    /// than its size. (`idle_count() + leased_count()` can read one more for
+    /// an instant: a connection coming back is idle before its lease's place
+    /// is freed, so that no waiter opens a connection it does not need.)
+    pub fn open_count(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Places lent out now (a lease whose connection is still being opened
+    /// counts).
     pub fn leased_count(&self) -> usize {
         self.permits.in_use()
     }
@@ -251,6 +280,7 @@ impl<E: Engine> Pool<E> {
             created: now,
             idle_since: now,
             _slot: slot,
+            _open: OpenMark::new(&self.open),
         });
         Ok(self.lent(pooled, permit))
     }
@@ -428,6 +458,7 @@ impl<E: Engine> Pools<E> {
             permits: Capacity::new(cluster.pool_size as usize),
             backend_leases: backend_leases.clone(),
             idle: Mutex::new(Vec::new()),
+            open: Arc::new(AtomicUsize::new(0)),
         });
         map.insert(key, pool.clone());
         pool

@@ -28,6 +28,7 @@ mod compile;
 mod kind;
 #[cfg(test)]
 mod kind_tests;
+mod log;
 mod matcher;
 #[cfg(test)]
 mod tests;
@@ -42,12 +43,15 @@ use std::time::Duration;
 use ipnet::IpNet;
 use regex::Regex;
 
+pub use crate::topology::RouteTo;
+
 use crate::config::EngineKind;
 
 pub use compile::{
     ClusterFacts, EndpointFacts, MAX_RULE_NAME_LEN, MAX_RULES, REGEX_SIZE_LIMIT, RuleError, Topology, compile,
 };
 pub use kind::{statement_kind, statement_kind_for};
+pub use log::{HitLog, LOGGED_HITS_KEPT, LOGGED_TEXT_LIMIT, LoggedHit};
 
 /// A configuration's query rules, compiled, in order. Shared as
 /// `Arc<Rules>` by the settings and by the sessions filtered from it.
@@ -62,6 +66,8 @@ pub struct Rules {
     /// rule has one, or when the set would pass the size limit (each rule
     /// then matches on its own).
     query_set: Option<QuerySet>,
+    /// The statements `log = true` rules matched lately.
+    logged: HitLog,
 }
 
 /// The `query_regex`es of a rule set as one [`regex::RegexSet`].
@@ -103,6 +109,7 @@ impl Rules {
             rules,
             engines,
             query_set,
+            logged: HitLog::default(),
         }
     }
 }
@@ -143,20 +150,6 @@ enum DigestMatch {
 struct Rewrite {
     pattern: Regex,
     replacement: String,
-}
-
-/// Where a rule sends a statement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RouteTo {
-    /// The session's cluster's writer.
-    Writer,
-    /// A replica of the session's cluster, falling back as the read-only
-    /// role does when none can serve.
-    Replica,
-    /// One backend (`host:port`) of the session's cluster.
-    Backend(Arc<str>),
-    /// Another cluster of the same engine.
-    Cluster(Arc<str>),
 }
 
 /// What a session is, for the session-fixed match fields.
@@ -265,16 +258,24 @@ impl Rules {
             .collect()
     }
 
+    /// The statements `log = true` rules matched lately.
+    pub fn logged(&self) -> &HitLog {
+        &self.logged
+    }
+
+    /// Zeroes every rule's hits and forgets the logged hits.
     pub fn reset_counters(&self) {
         for r in &self.rules {
             r.hits.store(0, Ordering::Relaxed);
         }
+        self.logged.clear();
     }
 
     /// Takes the hit count of every rule of `old` that this set has too,
     /// under the same name with an identical definition (on a reload: the
     /// new rules are `self`, the running ones `old`). Idempotent.
     pub fn carry_counters_from(&self, old: &Rules) {
+        self.logged.carry_from(&old.logged);
         if self.rules.is_empty() || old.rules.is_empty() {
             return;
         }

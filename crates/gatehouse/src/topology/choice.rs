@@ -39,10 +39,14 @@ pub enum Why {
     RuleWriter,
     /// A query rule's `route = "replica"`: the least busy replica.
     RuleReplica,
+    /// A query rule's `route = { backend = "host:port" }`.
+    RuleBackend,
+    /// A query rule's `route = { cluster = "name" }`: that cluster's writer.
+    RuleCluster,
 }
 
 impl Why {
-    pub const ALL: [Why; 7] = [
+    pub const ALL: [Why; 9] = [
         Why::Writer,
         Why::LeastBusyReader,
         Why::WriterFallback,
@@ -50,6 +54,8 @@ impl Why {
         Why::CaughtUpReader,
         Why::RuleWriter,
         Why::RuleReplica,
+        Why::RuleBackend,
+        Why::RuleCluster,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +67,8 @@ impl Why {
             Self::CaughtUpReader => "caught_up_reader",
             Self::RuleWriter => "rule_writer",
             Self::RuleReplica => "rule_replica",
+            Self::RuleBackend => "rule_backend",
+            Self::RuleCluster => "rule_cluster",
         }
     }
 }
@@ -75,9 +83,25 @@ pub enum Intent<'a> {
     /// A read-only transaction: a replica, one that has replayed `after`
     /// (the client's last write) when given.
     Read { after: Option<&'a Position> },
-    /// A query rule's route, whatever the endpoint's role: the writer, or
-    /// a replica (else the writer, as a split endpoint falls back).
-    Ruled { replica: bool },
+    /// A query rule's route, whatever the endpoint's role (see [`RouteTo`]).
+    Ruled(&'a RouteTo),
+}
+
+/// Where a query rule sends a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteTo {
+    /// The session's cluster's writer.
+    Writer,
+    /// The least busy replica of the session's cluster within the
+    /// endpoint's lag bound, else the writer (as a split endpoint falls back).
+    Replica,
+    /// One backend (`host:port`) of the session's cluster, whatever its
+    /// role, while it is up and not draining (else the lease waits for it,
+    /// as for a writer during a failover).
+    Backend(Arc<str>),
+    /// The writer of another cluster of the same engine: the router asks
+    /// that cluster's state ([`ClusterState::choose`] on it).
+    Cluster(Arc<str>),
 }
 
 /// What [`ClusterState::least_busy_reader`] found.
@@ -115,8 +139,10 @@ impl ClusterState {
                 .map(|backend| Choice { backend, why })
         };
         let after = match (endpoint.role, intent) {
-            (_, Intent::Ruled { replica: false }) => return writer(Why::RuleWriter),
-            (_, Intent::Ruled { replica: true }) => {
+            (_, Intent::Ruled(RouteTo::Writer)) => return writer(Why::RuleWriter),
+            (_, Intent::Ruled(RouteTo::Cluster(_))) => return writer(Why::RuleCluster),
+            (_, Intent::Ruled(RouteTo::Backend(addr))) => return self.usable_backend(addr),
+            (_, Intent::Ruled(RouteTo::Replica)) => {
                 return match self.least_busy_reader(endpoint.max_replica_lag, None, take_turn) {
                     Reader::Found(backend) => Some(Choice {
                         backend,
@@ -141,6 +167,17 @@ impl ClusterState {
                 ReaderFallback::Error => None,
             },
         }
+    }
+
+    /// The backend at `addr` while it is up and not draining, whatever its role.
+    fn usable_backend(&self, addr: &str) -> Option<Choice> {
+        let backends = self.backends.load();
+        let backend = backends.iter().find(|b| b.addr == addr)?;
+        let up = backend.health.lock().unwrap_or_else(PoisonError::into_inner).up;
+        (up && !backend.draining.load(Ordering::Relaxed)).then(|| Choice {
+            backend: backend.clone(),
+            why: Why::RuleBackend,
+        })
     }
 
     /// The up replica, within `max_lag`, with the fewest leases out for

@@ -34,7 +34,7 @@ use crate::config::ClusterSettings;
 use crate::engine::Probe;
 use crate::engine::position::Position;
 
-pub use self::choice::{Choice, Intent, Why};
+pub use self::choice::{Choice, Intent, RouteTo, Why};
 pub use self::monitor::{monitor, probe_once};
 pub use self::registry::Topology;
 

@@ -376,3 +376,37 @@ fn split_reads_go_to_a_replica_that_replayed_the_clients_write() {
         Some(("b0".to_string(), Why::WriterFallback))
     );
 }
+
+#[test]
+fn a_rules_route_to_a_backend_takes_it_whatever_its_role_while_it_is_usable() {
+    let c = cluster(3);
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
+    c.record(&c.backends()[2], ok(false));
+    c.elect();
+    let s = settings(3, "");
+    let pick = |endpoint: &str, route: &RouteTo| {
+        let e = s.endpoints.iter().find(|e| e.name == endpoint).expect("endpoint");
+        c.choose(e, Intent::Ruled(route))
+            .map(|ch| (short(&ch.backend.addr).to_string(), ch.why))
+    };
+    let b2 = RouteTo::Backend("b2:1".into());
+    let b0 = RouteTo::Backend("b0:1".into());
+    // A replica from a read/write endpoint, the writer from a read-only one.
+    assert_eq!(pick("rw", &b2), Some(("b2".into(), Why::RuleBackend)));
+    assert_eq!(pick("ro", &b0), Some(("b0".into(), Why::RuleBackend)));
+    // Not another replica when it drains or goes down: the lease waits.
+    c.set_draining("b2:1", true).expect("drain");
+    assert_eq!(pick("rw", &b2), None);
+    c.set_draining("b2:1", false).expect("undrain");
+    down(&c, 2);
+    assert_eq!(pick("rw", &b2), None);
+    assert_eq!(pick("rw", &RouteTo::Backend("elsewhere:1".into())), None);
+    // Asked of the cluster a rule names, a cluster route is its writer.
+    assert_eq!(
+        pick("ro", &RouteTo::Cluster("c".into())),
+        Some(("b0".into(), Why::RuleCluster))
+    );
+    assert_eq!(pick("ro", &RouteTo::Writer), Some(("b0".into(), Why::RuleWriter)));
+    assert_eq!(pick("rw", &RouteTo::Replica), Some(("b1".into(), Why::RuleReplica)));
+}

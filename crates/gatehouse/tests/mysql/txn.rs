@@ -38,7 +38,7 @@ fn small_pool_connections(ctx: &Ctx) -> usize {
         .all()
         .iter()
         .filter(|p| p.key().cluster == "mysmall" && p.key().database == "app2")
-        .map(|p| p.idle_count() + p.leased_count())
+        .map(|p| p.open_count())
         .sum()
 }
 

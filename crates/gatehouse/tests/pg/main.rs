@@ -16,6 +16,7 @@ mod queries;
 mod raw;
 mod reload;
 mod rules;
+mod rules_matrix;
 mod scale;
 mod session;
 mod tokens;
@@ -524,6 +525,7 @@ fn main() -> ExitCode {
     cases.extend(cancel::cases());
     cases.extend(prepared::cases());
     cases.extend(rules::cases());
+    cases.extend(rules_matrix::cases());
     trials::run(cases, setup, teardown)
 }
 

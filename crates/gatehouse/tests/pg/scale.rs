@@ -115,7 +115,7 @@ fn many_tenants(ctx: &Ctx) -> Result<()> {
             .count();
         ensure!(failed == 0, "{failed} of {CLIENTS} queries failed");
         let pools = ctx.core.pools.all();
-        let backends: usize = pools.iter().map(|p| p.idle_count() + p.leased_count()).sum();
+        let backends: usize = pools.iter().map(|p| p.open_count()).sum();
         let primary = ctx.cluster.pg_primary().context("no primary")?;
         let writer = format!("{}:{}", primary.host, primary.port);
         let tenant_pools = pools

@@ -48,7 +48,7 @@ fn tx_backends(ctx: &Ctx) -> usize {
         .all()
         .iter()
         .filter(|p| p.key().cluster == "txpool")
-        .map(|p| p.idle_count() + p.leased_count())
+        .map(|p| p.open_count())
         .sum()
 }
 

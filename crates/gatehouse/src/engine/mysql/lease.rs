@@ -86,15 +86,20 @@ impl Session {
         self.leave_read_lease().await;
         if self.lease.is_none() {
             let began = std::time::Instant::now();
-            let intent = match (self.ruled, self.split.as_deref()) {
-                (Some(ruled), _) => ruled,
+            // What a split session is told of the lease (nothing when a
+            // rule sends it to a named backend or another cluster).
+            let told = match &self.ruled {
+                Some(route) => crate::split::ruled_decision(route, self.decision),
+                None => Some(self.decision),
+            };
+            if let Some(d) = told {
+                self.decision = d;
+            }
+            let intent = match (&self.ruled, self.split.as_deref()) {
+                (Some(route), _) => crate::topology::Intent::Ruled(route),
                 (None, Some(split)) => split.intent(self.decision),
                 (None, None) => crate::topology::Intent::Write,
             };
-            if let Some(crate::topology::Intent::Ruled { replica: true }) = self.ruled {
-                // A rule's replica lease is a read lease to a split session.
-                self.decision = crate::split::Decision::Read;
-            }
             let routed = self
                 .core
                 .lease(&self.endpoint, &mut self.pool, self.cap.as_ref(), intent);
@@ -114,8 +119,8 @@ impl Session {
                 return Err(interrupted());
             }
             let lid = lease.conn().last_insert_id;
-            if let Some(split) = self.split.as_deref_mut() {
-                split.leased(self.decision, self.endpoint.read_your_writes);
+            if let (Some(split), Some(d)) = (self.split.as_deref_mut(), told) {
+                split.leased(d, self.endpoint.read_your_writes);
             }
             self.lease = Some(lease);
             self.lease_wait = began.elapsed();

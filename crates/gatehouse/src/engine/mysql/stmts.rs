@@ -290,7 +290,7 @@ async fn execute(
         return s.error(stream, 1, errors::ER_TABLEACCESS_DENIED_ERROR, message).await;
     }
     let timeout = verdict.as_ref().and_then(|v| v.statement_timeout);
-    s.ruled = crate::inspect::intent_of(verdict.as_ref().and_then(|v| v.route.as_ref()));
+    s.ruled = verdict.as_ref().and_then(|v| v.route.clone());
     if let Some(reason) = facts.pin {
         s.pin(reason);
     }

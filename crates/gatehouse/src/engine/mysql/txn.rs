@@ -105,7 +105,7 @@ pub struct Session {
     /// Query rules and digest statistics ([`crate::inspect`]).
     pub(super) inspect: Box<crate::inspect::Inspector>,
     /// The lease a query rule routes the running command to, if any.
-    pub(super) ruled: Option<crate::topology::Intent<'static>>,
+    pub(super) ruled: Option<crate::topology::RouteTo>,
     /// How long the last lease took to get, for digest statistics.
     pub(super) lease_wait: std::time::Duration,
     /// The reason the running statement pinned the session, if it did.
@@ -315,7 +315,7 @@ impl Session {
             None => (sql, payload),
         };
         let timeout = verdict.as_ref().and_then(|v| v.statement_timeout);
-        self.ruled = crate::inspect::intent_of(verdict.as_ref().and_then(|v| v.route.as_ref()));
+        self.ruled = verdict.as_ref().and_then(|v| v.route.clone());
         // Most queries are one statement: split (and allocate) only when
         // there may be several.
         let split;

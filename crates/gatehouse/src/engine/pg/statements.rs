@@ -27,7 +27,7 @@ pub struct Statement {
     /// A query rule's statement timeout for it, if one matched its Parse.
     pub rule_timeout: Option<std::time::Duration>,
     /// Where a query rule routes an exchange that starts by binding it.
-    pub rule_intent: Option<crate::topology::Intent<'static>>,
+    pub rule_route: Option<crate::topology::RouteTo>,
 }
 
 /// `gh_` + 128 bits of SHA-256 over the query and parameter types: fits

@@ -147,10 +147,10 @@ impl TxSession {
             if matches!(tag, b'Q' | b'P') {
                 match self.apply_rules(tag, &msg) {
                     Ruled::Blocked => continue,
-                    Ruled::Run(intent) => ruled = intent,
+                    Ruled::Run(route) => ruled = route,
                 }
             } else if tag == b'B' && self.lease.is_none() {
-                ruled = self.bound_intent(&msg);
+                ruled = self.bound_route(&msg);
             }
             if let Some(e) = self.ensure_lease(decision, ruled).await? {
                 self.answer_refused(tag, &e);
@@ -230,7 +230,7 @@ impl TxSession {
                     param_types: Bytes::copy_from_slice(p.param_types),
                     touches_tracked,
                     rule_timeout: self.rule_timeout(),
-                    rule_intent: self.rule_intent(),
+                    rule_route: self.rule_route(),
                 };
                 self.client_parse(p.name.to_owned(), Arc::new(stmt), &msg);
             }

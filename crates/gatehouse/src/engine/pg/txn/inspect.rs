@@ -12,15 +12,15 @@ use gatehouse_proto_pg::{extended, messages};
 use super::TxSession;
 use crate::engine::pg::pending::{Finished, Pending};
 use crate::inspect::{Inspector, Tracked};
-use crate::topology::Intent;
+use crate::topology::RouteTo;
 
 /// SQLSTATE insufficient_privilege: what a blocked statement answers.
 const BLOCKED: &str = "42501";
 
 /// What the rules made of a client message.
 pub(super) enum Ruled {
-    /// Send it (perhaps rewritten, perhaps to a routed lease).
-    Run(Option<Intent<'static>>),
+    /// Send it (perhaps rewritten, perhaps to a lease a rule routes).
+    Run(Option<RouteTo>),
     /// Answered by the proxy: not sent.
     Blocked,
 }
@@ -58,9 +58,9 @@ impl TxSession {
             self.queue.push(Pending::Synthetic(out.freeze()), &mut self.to_client);
             return Ruled::Blocked;
         }
-        let intent = crate::inspect::intent_of(verdict.route.as_ref());
+        let route = verdict.route.clone();
         self.verdict = Some(verdict);
-        Ruled::Run(intent)
+        Ruled::Run(route)
     }
 
     /// The message as the rules rewrote it (the same one otherwise).
@@ -105,20 +105,20 @@ impl TxSession {
     }
 
     /// Where the rules route the statement being parsed, if anywhere.
-    pub(super) fn rule_intent(&self) -> Option<Intent<'static>> {
-        crate::inspect::intent_of(self.verdict.as_ref().and_then(|v| v.route.as_ref()))
+    pub(super) fn rule_route(&self) -> Option<RouteTo> {
+        self.verdict.as_ref().and_then(|v| v.route.clone())
     }
 
     /// Where the rules route an exchange that starts with this Bind: as
     /// they routed the Parse of the statement it binds.
-    pub(super) fn bound_intent(&self, msg: &[u8]) -> Option<Intent<'static>> {
+    pub(super) fn bound_route(&self, msg: &[u8]) -> Option<RouteTo> {
         let b = extended::parse_bind(msg).ok()?;
         let st = if b.statement.is_empty() {
             self.registry.unnamed().map(|(_, st)| st)
         } else {
             self.registry.get(b.statement)
         };
-        st?.rule_intent
+        st?.rule_route.clone()
     }
 
     /// The rule's statement timeout of the message being sent, if any.

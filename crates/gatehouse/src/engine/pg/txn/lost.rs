@@ -120,7 +120,7 @@ impl TxSession {
                             param_types: Bytes::copy_from_slice(p.param_types),
                             touches_tracked: false,
                             rule_timeout: None,
-                            rule_intent: None,
+                            rule_route: None,
                         };
                         self.registry.insert(p.name, Arc::new(stmt));
                     }

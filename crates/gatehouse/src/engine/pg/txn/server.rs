@@ -15,7 +15,7 @@ use crate::cancel::LeaseWait;
 use crate::config::PoolMode;
 use crate::error::{Condition, ProxyError};
 use crate::split::Decision;
-use crate::topology::Intent;
+use crate::topology::{Intent, RouteTo};
 
 impl TxSession {
     /// At a transaction boundary, reads back changed parameters and returns
@@ -72,21 +72,20 @@ impl TxSession {
     pub(super) async fn ensure_lease(
         &mut self,
         decision: Option<Decision>,
-        ruled: Option<Intent<'static>>,
+        ruled: Option<RouteTo>,
     ) -> Result<Option<ProxyError>, End> {
         if self.lease.is_some() {
             return Ok(None);
         }
         let began = std::time::Instant::now();
-        let intent = match (ruled, self.split.as_deref(), decision) {
-            (Some(ruled), ..) => ruled,
+        let intent = match (&ruled, self.split.as_deref(), decision) {
+            (Some(route), ..) => Intent::Ruled(route),
             (None, Some(split), Some(d)) => split.intent(d),
             _ => Intent::Write,
         };
-        // A rule's replica lease is a read lease to a split session.
-        let decision = match ruled {
-            Some(Intent::Ruled { replica: true }) => decision.map(|_| Decision::Read),
-            _ => decision,
+        let decision = match &ruled {
+            Some(route) => decision.and_then(|d| crate::split::ruled_decision(route, d)),
+            None => decision,
         };
         let routed = self
             .core
