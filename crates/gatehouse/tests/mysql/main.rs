@@ -11,6 +11,7 @@ mod plugins;
 mod queries;
 mod reload;
 mod rules;
+mod rules_matrix;
 mod session;
 mod tokens;
 mod txn;
@@ -472,6 +473,7 @@ fn main() -> ExitCode {
     cases.extend(park::cases());
     cases.extend(reload::cases());
     cases.extend(rules::cases());
+    cases.extend(rules_matrix::cases());
     trials::run(cases, setup, teardown)
 }
 
