@@ -3,9 +3,10 @@
 //! own over the primary and its replica, over the text and the binary
 //! protocol: a rule matched by tenant, database, endpoint, client address,
 //! statement kind, digest, digest id or text blocks its statements (1142)
-//! and nothing else; a route sends a statement to the writer from a
-//! read-only endpoint, to a replica or a named backend from a read/write
-//! one, or to another cluster, and the next statement comes back; a
+//! and nothing else, on a session-mode endpoint too; a route sends a
+//! statement to the writer from a read-only or a split endpoint (whose
+//! reads go to a replica otherwise), to a replica or a named backend from
+//! a read/write one, or to another cluster, and the next statement comes back; a
 //! logging rule's hits are kept for the admin API.
 
 use std::collections::HashMap;
@@ -42,12 +43,15 @@ const PROTOCOLS: [Proto; 2] = [Proto::Text, Proto::Binary];
 const DIGEST_ID_OF: &str = "SELECT 6 AS m_digest_id";
 
 /// A proxy of the test's own: `own_config`, a replicated cluster with a
-/// read/write ("rep") and a read-only ("rep_ro") endpoint, another
+/// read/write ("rep"), a read-only ("rep_ro") and a session-mode
+/// ("rep_sess") endpoint, another
 /// cluster whose connections set `div_precision_increment` to 9, and the
 /// matrix rules.
 struct Own {
     rep: SocketAddr,
     rep_ro: SocketAddr,
+    rep_sess: SocketAddr,
+    rep_split: SocketAddr,
     core: Arc<gatehouse::core::Core<gatehouse::engine::mysql::MyEngine>>,
     rules: Arc<gatehouse::rules::Rules>,
     stop: tokio::sync::oneshot::Sender<()>,
@@ -65,6 +69,7 @@ impl Own {
         let rules = include_str!("../rules_matrix.toml")
             .replace("@EP@", "rep")
             .replace("@RO@", "rep_ro")
+            .replace("@SPLIT@", "rep_split")
             .replace("@REPLICA@", &replica)
             .replace("@OTHER@", "myother")
             .replace("@DIGEST_ID@", &digest_id);
@@ -89,6 +94,19 @@ listen = "127.0.0.1:0"
 cluster = "myrep"
 role = "read_only"
 
+[[endpoints]]
+name = "rep_split"
+listen = "127.0.0.1:0"
+cluster = "myrep"
+role = "split"
+
+[[endpoints]]
+name = "rep_sess"
+listen = "127.0.0.1:0"
+cluster = "myrep"
+role = "read_write"
+pool_mode = "session"
+
 [[clusters]]
 name = "myother"
 engine = "mysql"
@@ -102,6 +120,8 @@ pool = {{ init_query = "SET SESSION div_precision_increment = 9" }}
         let app = gatehouse::App::bind(settings).await?;
         let rep = app.local_addr("rep").context("no rep endpoint")?;
         let rep_ro = app.local_addr("rep_ro").context("no rep_ro endpoint")?;
+        let rep_sess = app.local_addr("rep_sess").context("no rep_sess endpoint")?;
+        let rep_split = app.local_addr("rep_split").context("no rep_split endpoint")?;
         let core = app.mysql_core();
         let rules = app.settings().rules.clone();
         let (stop, rx) = tokio::sync::oneshot::channel::<()>();
@@ -111,6 +131,8 @@ pool = {{ init_query = "SET SESSION div_precision_increment = 9" }}
         Ok(Self {
             rep,
             rep_ro,
+            rep_sess,
+            rep_split,
             core,
             rules,
             stop,
@@ -173,6 +195,7 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
         let result = async {
             let mut c = own.client(own.rep).await?;
             let mut ro = own.client(own.rep_ro).await?;
+            let mut sess = own.client(own.rep_sess).await?;
             let cases = [
                 ("SELECT 1 AS m_tenant", "matched by tenant"),
                 ("SELECT 1 AS m_database", "matched by database"),
@@ -206,6 +229,8 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
                 );
                 let on = first::<String>(&mut c, proto, "SELECT 'on'").await?;
                 ensure!(on.as_deref() == Some("on"), "the session goes on");
+                // A session-mode endpoint is inspected the same way.
+                blocked(&mut sess, proto, "SELECT 1 AS m_tenant", "matched by tenant").await?;
             }
             let hits = own.hits();
             for rule in [
@@ -222,6 +247,7 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
             }
             c.disconnect().await?;
             ro.disconnect().await?;
+            sess.disconnect().await?;
             Ok(())
         }
         .await;
@@ -238,6 +264,7 @@ fn actions(ctx: &Ctx) -> Result<()> {
             let replica = i64::from(ctx.cluster.mysql_replicas().first().context("no replica")?.port);
             let mut c = own.client(own.rep).await?;
             let mut ro = own.client(own.rep_ro).await?;
+            let mut sp = own.client(own.rep_split).await?;
             let port = |marker: &str| format!("SELECT @@port AS {marker}");
             for proto in PROTOCOLS {
                 let on = |what: &str, got: Option<i64>, want: i64| -> Result<()> {
@@ -254,6 +281,19 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 on("ro plain", first(&mut ro, proto, &port("plain")).await?, replica)?;
                 on("ro a_writer", first(&mut ro, proto, &port("a_writer")).await?, primary)?;
                 on("ro plain after", first(&mut ro, proto, &port("plain")).await?, replica)?;
+                // A split endpoint: a read goes to a replica, unless a rule
+                // says the writer.
+                on("split read", first(&mut sp, proto, &port("plain")).await?, replica)?;
+                on(
+                    "split a_writer",
+                    first(&mut sp, proto, &port("a_writer")).await?,
+                    primary,
+                )?;
+                on(
+                    "split read after",
+                    first(&mut sp, proto, &port("plain")).await?,
+                    replica,
+                )?;
                 // Another cluster: its connections run its init_query; the
                 // next statement is back on the session's own.
                 let prec = |marker: &str| format!("SELECT @@div_precision_increment AS {marker}");
@@ -286,6 +326,7 @@ fn actions(ctx: &Ctx) -> Result<()> {
             );
             c.disconnect().await?;
             ro.disconnect().await?;
+            sp.disconnect().await?;
             Ok(())
         }
         .await;

@@ -3,7 +3,8 @@
 //! own, over the simple and the extended protocol: a rule matched by
 //! tenant, database, endpoint, client address, statement kind, digest,
 //! digest id or text blocks its statements (42501) and nothing else; a
-//! route sends a statement to the writer from a read-only endpoint, to a
+//! route sends a statement to the writer from a read-only or a split
+//! endpoint (whose reads go to a replica otherwise), to a
 //! replica or a named backend from a read/write one, or to another
 //! cluster, and the next statement comes back; a logging rule's hits are
 //! kept for `GET /api/rules/log`.
@@ -45,6 +46,7 @@ const DIGEST_ID_OF: &str = "SELECT 6 AS m_digest_id";
 struct Own {
     tx: SocketAddr,
     ro: SocketAddr,
+    sp: SocketAddr,
     admin: SocketAddr,
     core: Arc<gatehouse::core::Core<gatehouse::engine::pg::PgEngine>>,
     rules: Arc<gatehouse::rules::Rules>,
@@ -59,13 +61,16 @@ impl Own {
         let rules = include_str!("../rules_matrix.toml")
             .replace("@EP@", "tx")
             .replace("@RO@", "ro")
+            .replace("@SPLIT@", "sp")
             .replace("@REPLICA@", &replica)
             .replace("@OTHER@", "life")
             .replace("@DIGEST_ID@", &digest_id);
-        let settings = crate::reload::settings(ctx, |t| format!("{t}\n{rules}"))?;
+        let split = "[[endpoints]]\nname = \"sp\"\nlisten = \"127.0.0.1:0\"\ncluster = \"main\"\nrole = \"split\"\n";
+        let settings = crate::reload::settings(ctx, |t| format!("{t}\n{split}\n{rules}"))?;
         let app = gatehouse::App::bind(settings).await?;
         let tx = app.local_addr("tx").context("no tx endpoint")?;
         let ro = app.local_addr("ro").context("no ro endpoint")?;
+        let sp = app.local_addr("sp").context("no split endpoint")?;
         let admin = app.admin_addr().context("no admin API")?;
         let core = app.pg_core();
         let rules = app.settings().rules.clone();
@@ -76,6 +81,7 @@ impl Own {
         Ok(Self {
             tx,
             ro,
+            sp,
             admin,
             core,
             rules,
@@ -213,6 +219,7 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 .to_string();
             let c = own.client(own.tx).await?;
             let ro = own.client(own.ro).await?;
+            let sp = own.client(own.sp).await?;
             let port = |marker: &str| format!("SELECT inet_server_port()::text AS {marker}");
             for proto in PROTOCOLS {
                 let on = |what: &str, got: String, want: &str| -> Result<()> {
@@ -229,6 +236,11 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 on("ro plain", first(&ro, proto, &port("plain")).await?, &replica)?;
                 on("ro a_writer", first(&ro, proto, &port("a_writer")).await?, &primary)?;
                 on("ro plain after", first(&ro, proto, &port("plain")).await?, &replica)?;
+                // A split endpoint: a read goes to a replica, unless a rule
+                // says the writer.
+                on("split read", first(&sp, proto, &port("plain")).await?, &replica)?;
+                on("split a_writer", first(&sp, proto, &port("a_writer")).await?, &primary)?;
+                on("split read after", first(&sp, proto, &port("plain")).await?, &replica)?;
                 // Another cluster: its connections run its init_query
                 // (work_mem 3MB); the next statement is back on the session's.
                 let mem = |marker: &str| format!("SELECT current_setting('work_mem') AS {marker}");
