@@ -103,8 +103,9 @@ impl<E: Engine> Pool<E> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
-    /// Backend connections this pool has open now, idle or lent: never more
-    /// than its size. (`idle_count() + leased_count()` can read one more for
+    /// Backend connections this pool has open now, idle or lent: at most its
+    /// size (once a reload's shrink has settled). (`idle_count() +
+    /// leased_count()` can read one more for
     /// an instant: a connection coming back is idle before its lease's place
     /// is freed, so that no waiter opens a connection it does not need.)
     pub fn open_count(&self) -> usize {
