@@ -12,6 +12,8 @@ mod queries;
 mod reload;
 mod rules;
 mod rules_matrix;
+#[path = "../rules_matrix_cases.rs"]
+mod rules_matrix_cases;
 mod session;
 mod tokens;
 mod txn;

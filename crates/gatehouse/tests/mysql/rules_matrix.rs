@@ -17,6 +17,7 @@ use anyhow::{Context, Result, ensure};
 use mysql_async::prelude::*;
 
 use crate::Ctx;
+use crate::rules_matrix_cases::{ACTION_RULES, BLOCKED, DIGEST_ID_OF, MATCH_RULES, Names};
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
@@ -38,9 +39,6 @@ enum Proto {
 }
 
 const PROTOCOLS: [Proto; 2] = [Proto::Text, Proto::Binary];
-
-/// The statement whose digest the `digest_id` rule names.
-const DIGEST_ID_OF: &str = "SELECT 6 AS m_digest_id";
 
 /// A proxy of the test's own: `own_config`, a replicated cluster with a
 /// read/write ("rep"), a read-only ("rep_ro") and a session-mode
@@ -66,13 +64,14 @@ impl Own {
             "{:016x}",
             gatehouse_sql::mysql::digest(DIGEST_ID_OF, gatehouse_sql::mysql::Dialect::DEFAULT).id
         );
-        let rules = include_str!("../rules_matrix.toml")
-            .replace("@EP@", "rep")
-            .replace("@RO@", "rep_ro")
-            .replace("@SPLIT@", "rep_split")
-            .replace("@REPLICA@", &replica)
-            .replace("@OTHER@", "myother")
-            .replace("@DIGEST_ID@", &digest_id);
+        let rules = crate::rules_matrix_cases::rules(&Names {
+            endpoint: "rep",
+            read_only: "rep_ro",
+            split: "rep_split",
+            replica: &replica,
+            other_cluster: "myother",
+            digest_id: &digest_id,
+        });
         let more = format!(
             r#"
 [[clusters]]
@@ -196,18 +195,8 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
             let mut c = own.client(own.rep).await?;
             let mut ro = own.client(own.rep_ro).await?;
             let mut sess = own.client(own.rep_sess).await?;
-            let cases = [
-                ("SELECT 1 AS m_tenant", "matched by tenant"),
-                ("SELECT 1 AS m_database", "matched by database"),
-                ("SELECT 1 AS m_endpoint", "matched by endpoint"),
-                ("SELECT 1 AS m_client", "matched by client address"),
-                ("INSERT INTO no_such_table VALUES ('m_kind')", "matched by kind"),
-                ("SELECT 5 AS m_digest", "matched by digest"),
-                ("SELECT 99 AS m_digest_id", "matched by digest id"),
-                ("select 1 as M_QUERY", "matched by query text"),
-            ];
             for proto in PROTOCOLS {
-                for (sql, message) in cases {
+                for (sql, message) in BLOCKED {
                     blocked(&mut c, proto, sql, message).await?;
                 }
                 // Statements each rule must leave alone: another kind,
@@ -233,16 +222,7 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
                 blocked(&mut sess, proto, "SELECT 1 AS m_tenant", "matched by tenant").await?;
             }
             let hits = own.hits();
-            for rule in [
-                "m-tenant",
-                "m-database",
-                "m-endpoint",
-                "m-client",
-                "m-kind",
-                "m-digest",
-                "m-digest-id",
-                "m-query",
-            ] {
+            for rule in MATCH_RULES {
                 ensure!(hits.get(rule).copied().unwrap_or(0) >= 2, "{rule}: {hits:?}");
             }
             c.disconnect().await?;
@@ -309,7 +289,7 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 ensure!(logged.as_deref() == Some("a_log"), "{logged:?}");
             }
             let hits = own.hits();
-            for rule in ["a-writer", "a-replica", "a-backend", "a-cluster", "a-log"] {
+            for rule in ACTION_RULES {
                 ensure!(hits.get(rule).copied().unwrap_or(0) >= 2, "{rule}: {hits:?}");
             }
             let other = own.core.topology.cluster("myother").context("no myother cluster")?;

@@ -17,6 +17,8 @@ mod raw;
 mod reload;
 mod rules;
 mod rules_matrix;
+#[path = "../rules_matrix_cases.rs"]
+mod rules_matrix_cases;
 mod scale;
 mod session;
 mod tokens;

@@ -17,6 +17,7 @@ use anyhow::{Context, Result, ensure};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::Ctx;
+use crate::rules_matrix_cases::{ACTION_RULES, BLOCKED, DIGEST_ID_OF, MATCH_RULES, Names};
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
@@ -39,9 +40,6 @@ enum Proto {
 
 const PROTOCOLS: [Proto; 2] = [Proto::Simple, Proto::Extended];
 
-/// The statement whose digest the `digest_id` rule names.
-const DIGEST_ID_OF: &str = "SELECT 6 AS m_digest_id";
-
 /// A proxy of the test's own: the test configuration plus the matrix rules.
 struct Own {
     tx: SocketAddr,
@@ -58,13 +56,14 @@ impl Own {
     async fn start(ctx: &Ctx) -> Result<Self> {
         let replica = ctx.cluster.pg_replicas().first().context("no replica")?.addr();
         let digest_id = format!("{:016x}", gatehouse_sql::digest(DIGEST_ID_OF).id);
-        let rules = include_str!("../rules_matrix.toml")
-            .replace("@EP@", "tx")
-            .replace("@RO@", "ro")
-            .replace("@SPLIT@", "sp")
-            .replace("@REPLICA@", &replica)
-            .replace("@OTHER@", "life")
-            .replace("@DIGEST_ID@", &digest_id);
+        let rules = crate::rules_matrix_cases::rules(&Names {
+            endpoint: "tx",
+            read_only: "ro",
+            split: "sp",
+            replica: &replica,
+            other_cluster: "life",
+            digest_id: &digest_id,
+        });
         let split = "[[endpoints]]\nname = \"sp\"\nlisten = \"127.0.0.1:0\"\ncluster = \"main\"\nrole = \"split\"\n";
         let settings = crate::reload::settings(ctx, |t| format!("{t}\n{split}\n{rules}"))?;
         let app = gatehouse::App::bind(settings).await?;
@@ -154,16 +153,6 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
         let result = async {
             let c = own.client(own.tx).await?;
             let ro = own.client(own.ro).await?;
-            let cases = [
-                ("SELECT 1 AS m_tenant", "matched by tenant"),
-                ("SELECT 1 AS m_database", "matched by database"),
-                ("SELECT 1 AS m_endpoint", "matched by endpoint"),
-                ("SELECT 1 AS m_client", "matched by client address"),
-                ("INSERT INTO no_such_table VALUES ('m_kind')", "matched by kind"),
-                ("SELECT 5 AS m_digest", "matched by digest"),
-                ("SELECT 99 AS m_digest_id", "matched by digest id"),
-                ("select 1 as M_QUERY", "matched by query text"),
-            ];
             // Statements each rule must leave alone: another kind, another
             // shape, another endpoint.
             let others = [
@@ -173,7 +162,7 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
                 (&ro, "SELECT 'm_endpoint' AS e", "m_endpoint"),
             ];
             for proto in PROTOCOLS {
-                for (sql, message) in cases {
+                for (sql, message) in BLOCKED {
                     blocked(&c, proto, sql, message).await?;
                 }
                 for (client, sql, want) in others {
@@ -185,16 +174,7 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
                 ensure!(first(&c, proto, "SELECT 'on'").await? == "on", "the session goes on");
             }
             let hits = own.hits();
-            for rule in [
-                "m-tenant",
-                "m-database",
-                "m-endpoint",
-                "m-client",
-                "m-kind",
-                "m-digest",
-                "m-digest-id",
-                "m-query",
-            ] {
+            for rule in MATCH_RULES {
                 ensure!(hits.get(rule).copied().unwrap_or(0) >= 2, "{rule}: {hits:?}");
             }
             Ok(())
@@ -255,7 +235,7 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 ensure!(first(&c, proto, "SELECT 'a_log' AS logged").await? == "a_log");
             }
             let hits = own.hits();
-            for rule in ["a-writer", "a-replica", "a-backend", "a-cluster", "a-log"] {
+            for rule in ACTION_RULES {
                 ensure!(hits.get(rule).copied().unwrap_or(0) >= 2, "{rule}: {hits:?}");
             }
             let life = own.core.topology.cluster("life").context("no life cluster")?;
