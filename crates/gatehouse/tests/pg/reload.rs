@@ -234,15 +234,25 @@ fn rotation(ctx: &Ctx) -> Result<()> {
         let (errors, queries) = (errors.load(Ordering::Relaxed), queries.load(Ordering::Relaxed));
         ensure!(errors == 0, "{errors} client errors in {queries} queries");
         ensure!(queries > 500, "only {queries} queries ran");
-        // Every connection opened with the old password has been replaced.
-        let old = ctx.cluster.pg_sql(
-            &primary,
-            "postgres",
-            &format!(
-                "SELECT count(*) FROM pg_stat_activity WHERE usename = 'rot_owner' AND backend_start < '{rotated_at}'"
-            ),
-        )?;
-        ensure!(old.trim() == "0", "{} connections from before the rotation", old.trim());
+        // Every connection opened with the old password has been replaced:
+        // closed as it came back. A closed connection's server process
+        // leaves pg_stat_activity when it has exited, a moment later.
+        let from_before = format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = 'rot_owner' AND backend_start < '{rotated_at}'"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let old = ctx.cluster.pg_sql(&primary, "postgres", &from_before)?;
+            if old.trim() == "0" {
+                break;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "{} connections from before the rotation",
+                old.trim()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         // New connections authenticate with the new password.
         ctx.cluster.pg_sql(
             &primary,

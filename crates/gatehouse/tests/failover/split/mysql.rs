@@ -149,6 +149,9 @@ pub(super) fn sysbench_case(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
+/// The replicas' `MASTER_DELAY` in the read-your-writes check (see there).
+const MASTER_DELAY_SECONDS: u32 = 2;
+
 /// Sets every replica's apply delay (`MASTER_DELAY`, seconds).
 fn mysql_delay(rig: &Rig, seconds: u32) -> Result<()> {
     for r in ["my1", "my2"] {
@@ -218,9 +221,13 @@ pub(super) fn ryw(ctx: &Ctx) -> Result<()> {
         )
     })?;
     rig.wait_roles("mysql", "my0", &["my1", "my2"])?;
+    // MASTER_DELAY holds an event until N seconds after the timestamp the
+    // primary gave it, and that timestamp has whole seconds: a delay of 1
+    // holds a write anywhere from 0 to 1 s. With 2, every write stays at
+    // least 1 s behind, as PostgreSQL's recovery_min_apply_delay of 1 s.
     ryw_case(
         &rig,
-        || mysql_delay(&rig, 1),
+        || mysql_delay(&rig, MASTER_DELAY_SECONDS),
         |endpoint, clients, iterations, pause| mysql_write_then_read(&rig, endpoint, clients, iterations, pause),
     )
 }
