@@ -15,7 +15,7 @@ use gatehouse_sql::Digest;
 use crate::config::Settings;
 use crate::digests::{DigestStats, Sample};
 use crate::engine::Engine;
-use crate::rules::{LoggedHit, Rules, SessionFacts, SessionRules, Verdict};
+use crate::rules::{LoggedHit, Reader, Rules, SessionFacts, SessionRules, Verdict};
 
 /// A session's view of the rules and the digest store.
 #[derive(Debug)]
@@ -136,11 +136,11 @@ impl Inspector {
     /// What the rules decide for `text`; `None` when none matched (or none
     /// can apply). A rule with `log = true` logs the hit here, and keeps it for the
     /// admin API ([`crate::rules::HitLog`]).
-    pub fn rules(&mut self, settings: &Settings, text: &str, digest: &dyn Fn(&str) -> Digest) -> Option<Verdict> {
+    pub fn rules(&mut self, settings: &Settings, text: &str, reader: &Reader<'_>) -> Option<Verdict> {
         if !self.has_rules(settings) {
             return None;
         }
-        let verdict = self.rules.as_ref()?.evaluate(text, digest)?;
+        let verdict = self.rules.as_ref()?.evaluate(text, reader)?;
         if verdict.log {
             tracing::info!(
                 tenant = %self.tenant,

@@ -3,7 +3,7 @@
 //! clusters, backends), builds the regexes under a size limit, and reports
 //! every problem with the span of the key it is about and the rule's name.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::IpAddr;
 use std::ops::Range;
 use std::sync::Arc;
@@ -99,12 +99,7 @@ pub fn compile(raw: &[RawRule], topology: &Topology<'_>) -> Result<Rules, Vec<Ru
     if !errors.is_empty() {
         return Err(errors);
     }
-    let engines = topology
-        .endpoints
-        .iter()
-        .filter_map(|e| Some((e.name.to_owned(), topology.cluster(e.cluster)?.engine)))
-        .collect::<HashMap<_, _>>();
-    Ok(Rules::new(rules, engines))
+    Ok(Rules::new(rules))
 }
 
 /// Collects the problems of one rule.

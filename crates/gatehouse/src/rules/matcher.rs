@@ -10,8 +10,7 @@ use std::sync::atomic::Ordering;
 
 use gatehouse_sql::Digest;
 
-use super::{DigestMatch, Rule, SessionRules, Verdict, kind};
-use crate::config::EngineKind;
+use super::{DigestMatch, Reader, Rule, SessionRules, Verdict};
 
 /// The statement as the rules see it so far: its text (rewritten by the
 /// rules that matched), and its kind and digest, each computed once.
@@ -27,9 +26,9 @@ struct Current<'t> {
 }
 
 impl Current<'_> {
-    fn kind(&mut self, engine: Option<EngineKind>) -> Option<&str> {
+    fn kind(&mut self, at: &dyn Fn(&str) -> Option<Range<usize>>) -> Option<&str> {
         let text = &*self.text;
-        let range = self.kind.get_or_insert_with(|| kind::kind_range_for(text, engine));
+        let range = self.kind.get_or_insert_with(|| at(text));
         range.clone().and_then(|r| self.text.get(r))
     }
 
@@ -68,16 +67,17 @@ impl Current<'_> {
 
 impl SessionRules {
     /// Evaluates the statement `text` (one statement or a simple-query
-    /// string) against the candidate rules in order; `digest` computes the
-    /// digest of a text in the session's dialect and is called at most once
-    /// per distinct text, and only if some candidate rule matches on
-    /// `digest`, `digest_id` or `digest_regex` (after its cheaper fields
-    /// matched). Returns `None` when no rule matched, without allocating.
+    /// string) against the candidate rules in order, read by `reader` in
+    /// the session's dialect: its digest is computed at most once per
+    /// distinct text, and only if some candidate rule matches on `digest`,
+    /// `digest_id` or `digest_regex` (after its cheaper fields matched); its
+    /// kind only if a candidate has `kinds`. Returns `None` when no rule
+    /// matched, without allocating.
     ///
     /// The kind of a simple-query string is the kind of its first
     /// statement: engines that want `kinds` rules to see every statement
     /// evaluate each one.
-    pub fn evaluate(&self, text: &str, digest: &dyn Fn(&str) -> Digest) -> Option<Verdict> {
+    pub fn evaluate(&self, text: &str, reader: &Reader<'_>) -> Option<Verdict> {
         let mut cur = Current {
             text: Cow::Borrowed(text),
             kind: None,
@@ -90,7 +90,7 @@ impl SessionRules {
             let Some(rule) = self.rules.rules.get(i) else {
                 continue;
             };
-            if !rule.matches(&mut cur, self.engine, digest, self.rules.query_set.as_ref(), i) {
+            if !rule.matches(&mut cur, reader, self.rules.query_set.as_ref(), i) {
                 continue;
             }
             rule.hits.fetch_add(1, Ordering::Relaxed);
@@ -133,23 +133,16 @@ impl Rule {
     /// Whether the per-statement fields match, cheapest first: kinds, then
     /// the exact digest (text or id), then the regexes (the statement's
     /// before the digest's, which may need the digest computed).
-    fn matches(
-        &self,
-        cur: &mut Current<'_>,
-        engine: Option<EngineKind>,
-        digest: &dyn Fn(&str) -> Digest,
-        set: Option<&super::QuerySet>,
-        i: usize,
-    ) -> bool {
+    fn matches(&self, cur: &mut Current<'_>, reader: &Reader<'_>, set: Option<&super::QuerySet>, i: usize) -> bool {
         if let Some(kinds) = &self.kinds {
-            match cur.kind(engine) {
+            match cur.kind(reader.kind) {
                 Some(k) if kinds.iter().any(|x| x.eq_ignore_ascii_case(k)) => {}
                 _ => return false,
             }
         }
         match &self.digest {
-            Some(DigestMatch::Id(id)) if cur.digest(digest).id != *id => return false,
-            Some(DigestMatch::Text(t)) if cur.digest(digest).text != *t => return false,
+            Some(DigestMatch::Id(id)) if cur.digest(reader.digest).id != *id => return false,
+            Some(DigestMatch::Text(t)) if cur.digest(reader.digest).text != *t => return false,
             _ => {}
         }
         if let Some(re) = &self.query_regex
@@ -158,7 +151,7 @@ impl Rule {
             return false;
         }
         if let Some(re) = &self.digest_regex
-            && !re.is_match(&cur.digest(digest).text)
+            && !re.is_match(&cur.digest(reader.digest).text)
         {
             return false;
         }

@@ -1,9 +1,10 @@
 //! Query rules, engine-agnostic: the compiled, ordered rule set a
 //! configuration's `[[rules]]` become ([`compile`]), the per-session
 //! candidate list filtered once at login ([`Rules::for_session`]), the
-//! per-statement evaluation ([`SessionRules::evaluate`], in `matcher`), the
-//! statement kind ([`statement_kind`], in `kind`), and the hit counters the
-//! admin API shows and a reload carries over.
+//! per-statement evaluation ([`SessionRules::evaluate`], in `matcher`), and
+//! the hit counters the admin API shows and a reload carries over. The
+//! statement's digest and kind are read by its engine, in its dialect
+//! ([`Reader`]): the rules themselves know no engine.
 //!
 //! A rule matches a statement when every match field it gives matches (a
 //! rule without match fields matches every statement):
@@ -12,7 +13,7 @@
 //!   matches as its IPv4 address; a session without an IP address, over a
 //!   Unix socket, matches no `client_cidrs`);
 //! * per-statement fields, cheapest first: `kinds` (the first key word,
-//!   see [`statement_kind`]), `digest` / `digest_id` (exact digest text or
+//!   see `gatehouse_sql::statement_kind`), `digest` / `digest_id` (exact digest text or
 //!   id), `query_regex` (on the statement text), `digest_regex` (on the
 //!   digest text). The digest is computed only when a candidate rule needs
 //!   it, at most once per distinct text.
@@ -25,9 +26,6 @@
 //! stops after the first matching rule whose `continue` is false.
 
 mod compile;
-mod kind;
-#[cfg(test)]
-mod kind_tests;
 mod log;
 mod matcher;
 #[cfg(test)]
@@ -45,12 +43,9 @@ use regex::Regex;
 
 pub use crate::topology::RouteTo;
 
-use crate::config::EngineKind;
-
 pub use compile::{
     ClusterFacts, EndpointFacts, MAX_RULE_NAME_LEN, MAX_RULES, REGEX_SIZE_LIMIT, RuleError, Topology, compile,
 };
-pub use kind::{statement_kind, statement_kind_for};
 pub use log::{HitLog, LOGGED_HITS_KEPT, LOGGED_TEXT_LIMIT, LoggedHit};
 
 /// A configuration's query rules, compiled, in order. Shared as
@@ -58,9 +53,6 @@ pub use log::{HitLog, LOGGED_HITS_KEPT, LOGGED_TEXT_LIMIT, LoggedHit};
 #[derive(Debug, Default)]
 pub struct Rules {
     rules: Vec<Rule>,
-    /// The engine of each endpoint's cluster: the comment syntax a
-    /// statement's kind is read with.
-    engines: HashMap<String, EngineKind>,
     /// Every rule's `query_regex` in one set, so a statement is scanned
     /// once for all of them, not once per rule (`matcher`); `None` when no
     /// rule has one, or when the set would pass the size limit (each rule
@@ -103,11 +95,10 @@ impl QuerySet {
 
 impl Rules {
     /// The compiled set, with its text regexes gathered into one set.
-    fn new(rules: Vec<Rule>, engines: HashMap<String, EngineKind>) -> Self {
+    fn new(rules: Vec<Rule>) -> Self {
         let query_set = QuerySet::of(&rules);
         Self {
             rules,
-            engines,
             query_set,
             logged: HitLog::default(),
         }
@@ -167,7 +158,17 @@ pub struct SessionFacts<'a> {
 pub struct SessionRules {
     rules: Arc<Rules>,
     candidates: Arc<[usize]>,
-    engine: Option<EngineKind>,
+}
+
+/// How the session's engine reads a statement for the rules, in its
+/// dialect: its digest (`gatehouse_sql::digest`,
+/// `gatehouse_sql::mysql::digest`), computed only when a rule needs it, and
+/// where its kind is (`gatehouse_sql::statement_kind_at`,
+/// `gatehouse_sql::mysql::statement_kind_at`).
+#[derive(Clone, Copy)]
+pub struct Reader<'a> {
+    pub digest: &'a dyn Fn(&str) -> gatehouse_sql::Digest,
+    pub kind: &'a dyn Fn(&str) -> Option<std::ops::Range<usize>>,
 }
 
 /// What the matching rules decided for one statement.
@@ -241,7 +242,6 @@ impl Rules {
         Some(SessionRules {
             rules: self.clone(),
             candidates: candidates.into(),
-            engine: self.engines.get(s.endpoint).copied(),
         })
     }
 

@@ -11,6 +11,7 @@ use gatehouse_sql::Digest;
 use serde::Deserialize;
 
 use super::*;
+use crate::config::EngineKind;
 use crate::config::raw::RawRule;
 
 /// The backends of clusters main, other and maria.
@@ -89,12 +90,24 @@ fn session(r: &Arc<Rules>) -> SessionRules {
     r.for_session(&facts()).expect("candidate rules")
 }
 
-fn pg_digest(text: &str) -> Digest {
-    gatehouse_sql::digest(text)
+/// PostgreSQL's reading of a statement, with `digest` as its digest.
+fn pg_with(digest: &dyn Fn(&str) -> Digest) -> Reader<'_> {
+    Reader {
+        digest,
+        kind: &gatehouse_sql::statement_kind_at,
+    }
+}
+
+/// MySQL's reading of a statement (in the default dialect).
+fn mysql() -> Reader<'static> {
+    Reader {
+        digest: &|text| gatehouse_sql::mysql::digest(text, gatehouse_sql::mysql::Dialect::DEFAULT),
+        kind: &gatehouse_sql::mysql::statement_kind_at,
+    }
 }
 
 fn eval(s: &SessionRules, text: &str) -> Option<Verdict> {
-    s.evaluate(text, &pg_digest)
+    s.evaluate(text, &pg_with(&gatehouse_sql::digest))
 }
 
 fn matched(v: &Option<Verdict>) -> Vec<String> {
@@ -190,14 +203,10 @@ fn kinds_match_the_first_key_word_case_insensitively() {
 }
 
 #[test]
-fn kinds_use_the_comment_syntax_of_the_sessions_engine() {
+fn kinds_use_the_comment_syntax_the_engine_reads_with() {
     let r = rules("[[rules]]\nname = \"no-deletes\"\nkinds = [\"delete\"]\nblock = \"no\"\n");
     let text = "/* /* */ DELETE FROM t";
-    let my = SessionFacts {
-        endpoint: "my",
-        ..facts()
-    };
-    assert!(eval(&r.for_session(&my).unwrap(), text).is_some());
+    assert!(session(&r).evaluate(text, &mysql()).is_some());
     assert!(eval(&session(&r), text).is_none(), "in PostgreSQL the comment nests");
 }
 
@@ -420,8 +429,8 @@ fn the_digest_is_not_computed_when_no_rule_needs_it() {
     let r = rules("[[rules]]\nname = \"q\"\nquery_regex = \"x\"\nkinds = [\"select\"]\nlog = true\n");
     let calls = Cell::new(0);
     let s = session(&r);
-    assert!(s.evaluate("select x", &counting(&calls)).is_some());
-    assert!(s.evaluate("select y", &counting(&calls)).is_none());
+    assert!(s.evaluate("select x", &pg_with(&counting(&calls))).is_some());
+    assert!(s.evaluate("select y", &pg_with(&counting(&calls))).is_none());
     assert_eq!(calls.get(), 0);
 }
 
@@ -432,7 +441,11 @@ fn the_digest_waits_for_the_cheaper_fields() {
          [[rules]]\nname = \"q\"\nquery_regex = \"nomatch\"\ndigest_regex = \"t\"\nlog = true\n",
     );
     let calls = Cell::new(0);
-    assert!(session(&r).evaluate("select * from t", &counting(&calls)).is_none());
+    assert!(
+        session(&r)
+            .evaluate("select * from t", &pg_with(&counting(&calls)))
+            .is_none()
+    );
     assert_eq!(calls.get(), 0, "kinds and query_regex failed first");
 }
 
@@ -466,7 +479,9 @@ log = true
 "#,
     );
     let calls = Cell::new(0);
-    let v = session(&r).evaluate("select 1 from t", &counting(&calls)).unwrap();
+    let v = session(&r)
+        .evaluate("select 1 from t", &pg_with(&counting(&calls)))
+        .unwrap();
     assert_eq!(matched(&Some(v.clone())), ["a", "b", "c", "d"]);
     assert_eq!(v.rewritten.as_deref(), Some("select 1 from u"));
     assert_eq!(calls.get(), 2, "once for the text, once for the rewritten text");

@@ -70,3 +70,15 @@ pub use effect::{Info, Kill, MyEffect, PinReason, TxCommand, VarChange};
 pub use route::{route, route_with};
 pub use split::split_statements;
 pub use substitute::{PreviousResults, substitute_previous_results};
+
+/// The first key word of a MySQL statement, as the server reads it: in
+/// MySQL's comment syntax, executable comments read (see
+/// [`crate::statement_kind`]).
+pub fn statement_kind(text: &str) -> Option<&str> {
+    text.get(statement_kind_at(text)?)
+}
+
+/// Where [`statement_kind`] is in `text`.
+pub fn statement_kind_at(text: &str) -> Option<std::ops::Range<usize>> {
+    crate::kind::kind_range(text, crate::kind::Syntax::Mysql)
+}

@@ -93,7 +93,13 @@ route = "writer"
         .rules
         .for_session(&session)
         .unwrap()
-        .evaluate("DELETE FROM t", &|t| gatehouse_sql::digest(t))
+        .evaluate(
+            "DELETE FROM t",
+            &crate::rules::Reader {
+                digest: &gatehouse_sql::digest,
+                kind: &gatehouse_sql::statement_kind_at,
+            },
+        )
         .unwrap();
     assert_eq!(v.block.as_deref(), Some("deletes without a WHERE are not allowed"));
 }

@@ -22,8 +22,11 @@ impl Session {
             return None;
         }
         let dialect = self.dialect();
-        self.inspect
-            .rules(&settings, sql, &|text| my_sql::digest(text, dialect))
+        let reader = crate::rules::Reader {
+            digest: &|text| my_sql::digest(text, dialect),
+            kind: &my_sql::statement_kind_at,
+        };
+        self.inspect.rules(&settings, sql, &reader)
     }
 
     /// [`Session::forward`] of a statement (`sql`) the core follows: its

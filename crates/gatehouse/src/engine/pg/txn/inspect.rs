@@ -43,7 +43,11 @@ impl TxSession {
         let Some(text) = text else {
             return Ruled::Run(None);
         };
-        let Some(verdict) = self.inspect.rules(&settings, text, &gatehouse_sql::digest) else {
+        let reader = crate::rules::Reader {
+            digest: &gatehouse_sql::digest,
+            kind: &gatehouse_sql::statement_kind_at,
+        };
+        let Some(verdict) = self.inspect.rules(&settings, text, &reader) else {
             return Ruled::Run(None);
         };
         if let Some(message) = &verdict.block {

@@ -1,58 +1,45 @@
-//! The statement kind `kinds` rules match on: the first key word of a
-//! statement, found without allocating and without a full lexer.
+//! The statement kind query rules match on (`kinds`): the first key word
+//! of a statement, found without allocating and without the full lexer, in
+//! each dialect's comment syntax. The PostgreSQL one is
+//! [`statement_kind`] here, the MySQL one [`crate::mysql::statement_kind`].
 //!
-//! Leading whitespace, `(` and comments are skipped: `-- ...` to the end of
-//! the line, `/* ... */`, and `# ...` to the end of the line. The word is
-//! returned as written (`SELECT`, `select`); rules compare it
-//! case-insensitively. A statement with no leading word (empty, only
-//! comments, `;`, `$1`, an unterminated comment) has no kind and matches no
-//! `kinds` rule. `WITH ... SELECT` (and `WITH ... DELETE`) has kind `with`:
-//! the kind is the first word, not the statement's effect.
+//! Leading whitespace, `(` and comments are skipped. The word is returned
+//! as written (`SELECT`, `select`); rules compare it case-insensitively. A
+//! statement with no leading word (empty, only comments, `;`, `$1`, an
+//! unterminated comment) has no kind. `WITH ... SELECT` (and `WITH ...
+//! DELETE`) has kind `with`: the kind is the first word, not the
+//! statement's effect.
 //!
-//! Comments differ by engine, and a rule that blocks a kind must see the
-//! word the server runs ([`statement_kind_for`]):
-//! * PostgreSQL: `/* */` nest; `#` is an operator, not a comment.
-//! * MySQL/MariaDB: `/* */` do not nest (the first `*/` ends a comment),
-//!   and executable comments (`/*! ... */`, `/*!50700 ... */`, MariaDB's
-//!   `/*M! ... */`) are SQL the server runs: their content is read, so
-//!   `/*!50000 DELETE */ FROM t` has kind `DELETE`.
-//!
-//! [`statement_kind`], for when the engine is not known, nests `/* */`,
-//! takes `#` as a comment and `/*!` as a plain comment.
+//! Comments differ by dialect, and a rule that blocks a kind must see the
+//! word the server runs:
+//! * PostgreSQL (docs §4.1.6 "Comments"): `-- ...` to the end of the line,
+//!   and `/* */`, which nest; `#` is an operator, not a comment.
+//! * MySQL/MariaDB (MySQL Reference Manual §11.7 "Comments"): `-- `, `#`
+//!   to the end of the line, and `/* */`, which do not nest (the first
+//!   `*/` ends a comment); executable comments (`/*! ... */`,
+//!   `/*!50700 ... */`, MariaDB's `/*M! ... */`) are SQL the server runs:
+//!   their content is read, so `/*!50000 DELETE */ FROM t` has kind
+//!   `DELETE`.
 
 use std::ops::Range;
 
-use crate::config::EngineKind;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Syntax {
-    Generic,
+pub(crate) enum Syntax {
     Postgres,
     Mysql,
 }
 
-/// The first key word of `text`, whatever the engine (see the module docs).
+/// The first key word of a PostgreSQL statement (see the module docs).
 pub fn statement_kind(text: &str) -> Option<&str> {
-    text.get(kind_range(text, Syntax::Generic)?)
+    text.get(statement_kind_at(text)?)
 }
 
-/// The first key word of `text` under the comment syntax of `engine`
-/// (`None`: the generic syntax of [`statement_kind`]).
-pub fn statement_kind_for(text: &str, engine: Option<EngineKind>) -> Option<&str> {
-    text.get(kind_range_for(text, engine)?)
+/// Where [`statement_kind`] is in `text`.
+pub fn statement_kind_at(text: &str) -> Option<Range<usize>> {
+    kind_range(text, Syntax::Postgres)
 }
 
-/// Where [`statement_kind_for`] is in `text`.
-pub(super) fn kind_range_for(text: &str, engine: Option<EngineKind>) -> Option<Range<usize>> {
-    let syntax = match engine {
-        None => Syntax::Generic,
-        Some(EngineKind::Postgres) => Syntax::Postgres,
-        Some(EngineKind::Mysql) => Syntax::Mysql,
-    };
-    kind_range(text, syntax)
-}
-
-fn kind_range(text: &str, syntax: Syntax) -> Option<Range<usize>> {
+pub(crate) fn kind_range(text: &str, syntax: Syntax) -> Option<Range<usize>> {
     let b = text.as_bytes();
     let at = |i: usize| b.get(i).copied();
     let mut i = 0;
