@@ -1,12 +1,14 @@
 //! `gatehouse-loadgen` CLI: parse the command line, run the requested
 //! "proxy versus direct" experiment against real servers, print the report
 //! (and optionally write it as JSON), and set the exit status; or generate a
-//! load (many idle clients) for the benchmark scripts to measure.
+//! load (many idle clients) for the benchmark scripts to measure; or run
+//! the load engine (`load`: virtual users against any connection string).
 
 #![forbid(unsafe_code)]
 
 mod connect_cost;
 mod idle_clients;
+mod load;
 mod report;
 mod series;
 mod stats;
@@ -49,6 +51,63 @@ enum Cmd {
     /// random tenant, run SELECT current_database(), and disconnect, as fast
     /// as they can for a fixed time, per target.
     TenantStorm(Box<TenantStormArgs>),
+    /// Virtual users spawned at a rate up to a count, each looping one
+    /// request (a query on its connection, or connect-query-disconnect)
+    /// with think time, against any PostgreSQL or MySQL connection string;
+    /// a live progress line, then latencies, requests/s and failures by
+    /// error code, and the watched processes' CPU and RSS.
+    Load(Box<LoadArgs>),
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    /// `postgres://user:pw@host:port/db`, a libpq `key=value` string, or
+    /// `mysql://user:pw@host:port/db`.
+    #[arg(long)]
+    target: String,
+    /// The target's name in the report.
+    #[arg(long, default_value = "target")]
+    name: String,
+    /// Virtual users at full load.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    users: u32,
+    /// Users started per second (0: all at once).
+    #[arg(long, default_value_t = 10.0)]
+    spawn_rate: f64,
+    /// Length of the run, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    seconds: u64,
+    /// Pause after each request, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    think_ms: u64,
+    /// Connect, query and disconnect in each request.
+    #[arg(long)]
+    connect_each: bool,
+    /// The request's SQL.
+    #[arg(long, default_value = "SELECT 1")]
+    sql: String,
+    /// Seconds before a request counts as failed (`timeout`).
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: u64,
+    /// NAME=PID: sample this process and its descendants once a second
+    /// (CPU, RSS); repeat.
+    #[arg(long = "watch", value_name = "NAME=PID", value_parser = tenant_storm::spec::parse_pid)]
+    watch: Vec<(String, u32)>,
+    /// Clock ticks per second in /proc/PID/stat (`getconf CLK_TCK`).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    clk_tck: u64,
+    /// Worker threads of the client.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    threads: u32,
+    /// Also write the run, second by second, as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// No progress line.
+    #[arg(long)]
+    quiet: bool,
+    /// Exit with failure when more than this fraction of requests failed.
+    #[arg(long, default_value_t = MAX_FAILURE_RATE)]
+    max_failure_rate: f64,
 }
 
 #[derive(Args)]
@@ -200,7 +259,43 @@ fn main() -> Result<ExitCode> {
             })
         }
         Cmd::TenantStorm(args) => tenant_storm_main(*args),
+        Cmd::Load(args) => load_main(*args),
     }
+}
+
+fn load_main(args: LoadArgs) -> Result<ExitCode> {
+    let target = load::client::Target::parse(&args.target)?;
+    let plan = load::Plan {
+        users: args.users,
+        spawn_rate: args.spawn_rate,
+        duration: Duration::from_secs(args.seconds),
+        think: Duration::from_millis(args.think_ms),
+        connect_each: args.connect_each,
+        sql: args.sql,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let watched = args
+        .watch
+        .into_iter()
+        .map(|(name, pid)| load::procs::Watched { name, pid })
+        .collect();
+    let sampler = load::procs::Sampler::new(watched, args.clk_tck);
+    let report = runtime(args.threads)?.block_on(load::run(&args.name, target, plan, sampler, !args.quiet));
+    print!("{}", report.table());
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report.json())?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    let rate = if report.measured.requests == 0 {
+        1.0
+    } else {
+        report.failures() as f64 / report.measured.requests as f64
+    };
+    Ok(if rate <= args.max_failure_rate {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn tenant_storm_main(args: TenantStormArgs) -> Result<ExitCode> {

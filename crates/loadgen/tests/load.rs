@@ -1,0 +1,148 @@
+//! The load engine (`gatehouse-loadgen load`) against real servers started
+//! by the test kit, one PostgreSQL and one MariaDB: virtual users spawned at
+//! a rate, every second of the run in the JSON report with its requests,
+//! percentiles and the watched server's process tree, for both the
+//! persistent and the connect-per-request pattern; and a failing statement
+//! counted by the server's own error code.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, ensure};
+use gatehouse_testkit::{Cluster, Options};
+use serde_json::Value;
+
+/// Removes the cluster directory when the test ends (declared before the
+/// cluster, so it is dropped after the servers have stopped).
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The pid in the first line of a server's pid file.
+fn pid_in(file: &Path) -> Result<u32> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    text.lines()
+        .next()
+        .context("empty pid file")?
+        .trim()
+        .parse()
+        .context("pid")
+}
+
+/// Runs `gatehouse-loadgen load` with `args`; its exit success and the JSON
+/// report.
+fn load(dir: &Path, name: &str, args: &[&str]) -> Result<(bool, Value)> {
+    let json = dir.join(format!("{name}.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse-loadgen"))
+        .arg("load")
+        .args(["--name", name, "--quiet", "--json"])
+        .arg(&json)
+        .args(args)
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).with_context(|| format!("{text}"))?)?;
+    Ok((out.status.success(), report))
+}
+
+/// What every successful run must show: requests each second, none failed,
+/// ordered percentiles, all users started, the server's tree sampled.
+fn check_run(name: &str, report: &Value, seconds: usize, users: u64) -> Result<()> {
+    let summary = &report["summary"];
+    ensure!(summary["failures"] == 0, "{name}: {summary}");
+    ensure!(summary["requests"].as_u64() > Some(10), "{name}: {summary}");
+    let (p50, p99, max) = (
+        summary["p50_ms"].as_f64().unwrap_or(-1.0),
+        summary["p99_ms"].as_f64().unwrap_or(-1.0),
+        summary["max_ms"].as_f64().unwrap_or(-1.0),
+    );
+    ensure!(0.0 < p50 && p50 <= p99 && p99 <= max, "{name}: {summary}");
+    let per_second = report["seconds"].as_array().context("seconds")?;
+    ensure!(per_second.len() == seconds, "{name}: {} seconds", per_second.len());
+    // Every second has requests (one stall of the whole machine spared).
+    let quiet = per_second.iter().filter(|s| s["requests"].as_u64() == Some(0)).count();
+    ensure!(quiet <= 1, "{name}: seconds without requests: {per_second:?}");
+    ensure!(
+        per_second.last().and_then(|s| s["users"].as_u64()) == Some(users),
+        "{name}: not every user started: {per_second:?}"
+    );
+    let server = &per_second[seconds - 1]["processes"][0];
+    ensure!(
+        server["processes"].as_u64() >= Some(1) && server["rss_bytes"].as_u64() > Some(0),
+        "{name}: the server's tree was not sampled: {server}"
+    );
+    Ok(())
+}
+
+#[test]
+fn load_runs_against_postgres_and_mariadb_with_each_second_reported() -> Result<()> {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+    let tmp = TempDir(std::env::temp_dir().join(format!("gh-load-{}-{nanos}", std::process::id())));
+    let opts = Options {
+        mysql: true,
+        ..Options::default()
+    };
+    let cluster = Cluster::up(&tmp.0, &opts)?;
+    let pg = cluster.pg_primary().context("no PostgreSQL")?;
+    let my = cluster.mysql_primary().context("no MariaDB")?;
+    let pg_url = format!(
+        "postgres://{}:{}@{}/postgres",
+        cluster.pg_user(),
+        cluster.pg_password(),
+        pg.addr()
+    );
+    let my_url = format!(
+        "mysql://{}:{}@{}/mysql",
+        cluster.mysql_user(),
+        cluster.mysql_password(),
+        my.addr()
+    );
+    let pg_watch = format!("postgres={}", pid_in(&pg.dir.join("data").join("postmaster.pid"))?);
+    let my_watch = format!("mariadb={}", pid_in(&my.dir.join("mariadbd.pid"))?);
+    let common = [
+        "--users",
+        "6",
+        "--spawn-rate",
+        "4",
+        "--seconds",
+        "3",
+        "--think-ms",
+        "20",
+    ];
+    for (name, url, watch) in [("pg", &pg_url, &pg_watch), ("my", &my_url, &my_watch)] {
+        for pattern in ["persistent", "connect_each"] {
+            let run = format!("{name}-{pattern}");
+            let mut args: Vec<&str> = common.to_vec();
+            args.extend(["--target", url, "--watch", watch]);
+            if pattern == "connect_each" {
+                args.push("--connect-each");
+            }
+            let (ok, report) = load(&tmp.0, &run, &args)?;
+            ensure!(ok, "{run}: failed: {report}");
+            check_run(&run, &report, 3, 6)?;
+            // Users start at 4/s: one in the first second's sample has not.
+            let first = report["seconds"][0]["users"].as_u64();
+            ensure!(first < Some(6), "{run}: all users started at once: {first:?}");
+        }
+        // A statement the server refuses: counted by its own code, and the
+        // run fails.
+        let (ok, report) = load(
+            &tmp.0,
+            &format!("{name}-bad"),
+            &["--target", url, "--users", "2", "--seconds", "1", "--sql", "SELEC 1"],
+        )?;
+        let code = if name == "pg" { "42601" } else { "1064" };
+        ensure!(!ok, "{name}: a run of failures succeeded");
+        ensure!(
+            report["failures"][code]["count"].as_u64() > Some(0)
+                && report["summary"]["requests"] == report["summary"]["failures"],
+            "{name}: {report}"
+        );
+    }
+    drop(cluster);
+    Ok(())
+}
