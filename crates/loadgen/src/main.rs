@@ -93,6 +93,10 @@ struct LoadArgs {
     /// (CPU, RSS); repeat.
     #[arg(long = "watch", value_name = "NAME=PID", value_parser = tenant_storm::spec::parse_pid)]
     watch: Vec<(String, u32)>,
+    /// NAME=URL: count this server's client connections once a second,
+    /// over a connection of its own (URL as --target); repeat.
+    #[arg(long = "count-connections", value_name = "NAME=URL", value_parser = tenant_storm::spec::parse_named)]
+    count_connections: Vec<(String, String)>,
     /// Clock ticks per second in /proc/PID/stat (`getconf CLK_TCK`).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     clk_tck: u64,
@@ -279,8 +283,15 @@ fn load_main(args: LoadArgs) -> Result<ExitCode> {
         .into_iter()
         .map(|(name, pid)| load::procs::Watched { name, pid })
         .collect();
-    let sampler = load::procs::Sampler::new(watched, args.clk_tck);
-    let report = runtime(args.threads)?.block_on(load::run(&args.name, target, plan, sampler, !args.quiet));
+    let mut servers = Vec::new();
+    for (name, url) in args.count_connections {
+        servers.push(load::conns::Counted::new(name, load::client::Target::parse(&url)?));
+    }
+    let watch = load::Watch {
+        processes: load::procs::Sampler::new(watched, args.clk_tck),
+        servers,
+    };
+    let report = runtime(args.threads)?.block_on(load::run(&args.name, target, plan, watch, !args.quiet));
     print!("{}", report.table());
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report.json())?;

@@ -1,8 +1,9 @@
 //! The load engine (`gatehouse-loadgen load`) against real servers started
 //! by the test kit, one PostgreSQL and one MariaDB: virtual users spawned at
 //! a rate, every second of the run in the JSON report with its requests,
-//! percentiles and the watched server's process tree, for both the
-//! persistent and the connect-per-request pattern; and a failing statement
+//! percentiles, the watched server's process tree and its client
+//! connections counted, for both the persistent and the connect-per-request
+//! pattern; and a failing statement
 //! counted by the server's own error code.
 
 use std::path::{Path, PathBuf};
@@ -117,7 +118,8 @@ fn load_runs_against_postgres_and_mariadb_with_each_second_reported() -> Result<
         for pattern in ["persistent", "connect_each"] {
             let run = format!("{name}-{pattern}");
             let mut args: Vec<&str> = common.to_vec();
-            args.extend(["--target", url, "--watch", watch]);
+            let count = format!("server={url}");
+            args.extend(["--target", url, "--watch", watch, "--count-connections", &count]);
             if pattern == "connect_each" {
                 args.push("--connect-each");
             }
@@ -127,6 +129,14 @@ fn load_runs_against_postgres_and_mariadb_with_each_second_reported() -> Result<
             // Users start at 4/s: one in the first second's sample has not.
             let first = report["seconds"][0]["users"].as_u64();
             ensure!(first < Some(6), "{run}: all users started at once: {first:?}");
+            // The server's client connections, the counting one left out:
+            // after 2 s each of the 6 users holds one of its own (at 3 s,
+            // the end, they are closing theirs).
+            let last = &report["seconds"][1]["connections"][0];
+            ensure!(last["name"] == "server" && last["count"].is_u64(), "{run}: {last}");
+            if pattern == "persistent" {
+                ensure!(last["count"].as_u64() >= Some(6), "{run}: {last}");
+            }
         }
         // A statement the server refuses: counted by its own code, and the
         // run fails.

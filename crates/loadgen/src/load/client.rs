@@ -114,6 +114,26 @@ impl Conn {
         }
     }
 
+    /// The number in the first column of the first row `sql` answers.
+    pub async fn first_number(&mut self, sql: &str) -> Result<u64, Failure> {
+        let number = match self {
+            Self::Postgres { client, .. } => client
+                .simple_query(sql)
+                .await
+                .map_err(|e| pg_failure(&e, "io"))?
+                .into_iter()
+                .find_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse().ok()),
+                    _ => None,
+                }),
+            Self::Mysql(conn) => conn
+                .query_first::<u64, _>(sql)
+                .await
+                .map_err(|e| my_failure(&e, "io"))?,
+        };
+        number.ok_or_else(|| Failure::new("io", format!("no number in the answer to {sql}")))
+    }
+
     /// Closes the connection as a client that is done with it would.
     pub async fn close(self) {
         match self {

@@ -6,10 +6,11 @@
 //! after a failure). Any PostgreSQL or MySQL connection string is a target
 //! ([`client::Target`]). Latencies go to HDR histograms per second and
 //! overall, failures are counted by the server's error code, and once a
-//! second the watched process trees are sampled and a progress line is
-//! printed. The report is a table and a JSON document with every second.
+//! second the watched process trees are sampled, the counted servers'
+//! client connections counted, and a progress line is printed. The report is a table and a JSON document with every second.
 
 pub mod client;
+pub mod conns;
 pub mod procs;
 pub mod record;
 
@@ -52,13 +53,24 @@ pub struct LoadReport {
     pub plan: Plan,
     pub measured: Measured,
     pub watched: Vec<String>,
+    /// The servers whose connections were counted.
+    pub counted: Vec<String>,
     pub elapsed: Duration,
 }
 
+/// What a run watches besides its own requests.
+pub struct Watch {
+    pub processes: Sampler,
+    pub servers: Vec<conns::Counted>,
+}
+
 /// Runs `plan` against `target` (named `name` in the report), sampling
-/// `sampler`'s processes and printing a progress line once a second when
-/// `progress`.
-pub async fn run(name: &str, target: Target, plan: Plan, mut sampler: Sampler, progress: bool) -> LoadReport {
+/// `watch` and printing a progress line once a second when `progress`.
+pub async fn run(name: &str, target: Target, plan: Plan, watch: Watch, progress: bool) -> LoadReport {
+    let Watch {
+        processes: mut sampler,
+        servers: mut counted,
+    } = watch;
     let start = Instant::now();
     let deadline = start + plan.duration;
     let recorder = Arc::new(Recorder::new(start));
@@ -105,7 +117,8 @@ pub async fn run(name: &str, target: Target, plan: Plan, mut sampler: Sampler, p
     for i in 0..total {
         tokio::time::sleep_until((start + Duration::from_secs(i + 1)).into()).await;
         let users = active.load(Ordering::Relaxed);
-        recorder.tick(i as usize, users, sampler.sample());
+        let connections = conns::count_all(&mut counted).await;
+        recorder.tick(i as usize, users, sampler.sample(), connections);
         if progress {
             let (requests, _, p) = recorder.second(i as usize);
             let line = format!(
@@ -140,6 +153,7 @@ pub async fn run(name: &str, target: Target, plan: Plan, mut sampler: Sampler, p
         measured: recorder.finish(total as usize),
         plan,
         watched: sampler.names(),
+        counted: counted.iter().map(|c| c.name.clone()).collect(),
         elapsed,
     }
 }
@@ -265,6 +279,23 @@ impl LoadReport {
                 rss as f64 / (1024.0 * 1024.0)
             ));
         }
+        for (i, name) in self.counted.iter().enumerate() {
+            let counts: Vec<u64> = self
+                .measured
+                .seconds
+                .iter()
+                .filter_map(|s| s.connections.get(i).copied().flatten())
+                .collect();
+            if counts.is_empty() {
+                out.push_str(&format!("  {name}: connections not counted (no answer)\n"));
+                continue;
+            }
+            let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+            let peak = counts.iter().max().copied().unwrap_or(0);
+            out.push_str(&format!(
+                "  {name}: {peak} client connections at peak, {mean:.1} on average\n"
+            ));
+        }
         out
     }
 
@@ -291,9 +322,16 @@ impl LoadReport {
                         })
                     })
                     .collect();
+                let connections: Vec<serde_json::Value> = s
+                    .connections
+                    .iter()
+                    .zip(&self.counted)
+                    .map(|(n, name)| serde_json::json!({ "name": name, "count": n }))
+                    .collect();
                 serde_json::json!({
                     "second": i + 1, "users": s.users, "requests": s.requests, "failures": s.failures,
                     "p50_ms": sp.p50, "p90_ms": sp.p90, "p99_ms": sp.p99, "max_ms": sp.max, "processes": procs,
+                    "connections": connections,
                 })
             })
             .collect();

@@ -26,6 +26,8 @@ pub struct Second {
     pub latency: Histogram<u64>,
     pub users: u32,
     pub procs: Vec<ProcSample>,
+    /// Each counted server's client connections (`None`: not answered).
+    pub connections: Vec<Option<u64>>,
 }
 
 /// Latency percentiles of a histogram, in milliseconds.
@@ -94,6 +96,7 @@ impl Recorder {
                 latency: histogram(SECOND_SIGFIG),
                 users: 0,
                 procs: Vec::new(),
+                connections: Vec::new(),
             });
         }
         &mut inner.seconds[i]
@@ -124,13 +127,14 @@ impl Recorder {
         }
     }
 
-    /// Notes the users active and the watched processes' samples for
-    /// second `i`.
-    pub fn tick(&self, i: usize, users: u32, procs: Vec<ProcSample>) {
+    /// Notes the users active, the watched processes' samples and the
+    /// counted servers' connections for second `i`.
+    pub fn tick(&self, i: usize, users: u32, procs: Vec<ProcSample>, connections: Vec<Option<u64>>) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let s = Self::second_at(&mut inner, i);
         s.users = users;
         s.procs = procs;
+        s.connections = connections;
     }
 
     /// Requests, failures and percentiles of second `i` so far.
@@ -185,7 +189,7 @@ mod tests {
         r.record(Duration::from_millis(5), Err(Failure::new("42601", "syntax error")));
         r.record(Duration::from_millis(5), Err(Failure::new("42601", "another")));
         r.record(Duration::from_millis(5), Err(Failure::new("connect", "refused")));
-        r.tick(0, 3, Vec::new());
+        r.tick(0, 3, Vec::new(), vec![Some(4)]);
         let (requests, failures, p) = r.second(0);
         assert_eq!((requests, failures), (8, 3));
         assert!(p.p50 >= 2.9 && p.p50 <= 3.1 && p.max >= 99.0, "{p:?}");
@@ -195,5 +199,6 @@ mod tests {
         assert_eq!(m.overall.len(), 5, "failed requests stay out of the percentiles");
         assert_eq!(m.failures.get("42601"), Some(&(2, "syntax error".to_string())));
         assert_eq!(m.seconds[0].users, 3);
+        assert_eq!(m.seconds[0].connections, [Some(4)]);
     }
 }
