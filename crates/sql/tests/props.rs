@@ -74,8 +74,20 @@ proptest! {
         let sql = format!("{one}{}", ";".repeat(semis));
         let trimmed = sql.trim_end().trim_end_matches(';');
         let all = classify_all(&sql);
-        if all.len() == 1 {
+        // Final `;`s inside an unterminated quote or comment end nothing:
+        // such a text is a syntax error the server applies none of, so what
+        // either reading says of it does not matter.
+        let ends_statements = split_statements(&sql).first().is_some_and(|p| !p.ends_with(';'));
+        if all.len() == 1 && ends_statements {
             prop_assert_eq!(&classify(trimmed), &all[0], "{:?}", sql);
         }
     }
+}
+
+/// The case proptest found: a final `;` inside an unterminated string is
+/// part of the string, not a statement's end.
+#[test]
+fn a_final_semicolon_inside_an_unterminated_string_is_the_strings() {
+    let pieces = split_statements(" SET a=';");
+    assert_eq!(pieces, [" SET a=';".trim_ascii_start()]);
 }
