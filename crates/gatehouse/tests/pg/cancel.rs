@@ -32,8 +32,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
 /// A proxy of the test's own, whose "tx" pool has one connection.
 pub(crate) struct OnePool {
     pub(crate) tx: SocketAddr,
-    proxy: tokio::task::JoinHandle<Result<(), gatehouse::AppError>>,
-    stop: tokio::sync::oneshot::Sender<()>,
+    own: crate::own::Own,
 }
 
 impl OnePool {
@@ -42,32 +41,19 @@ impl OnePool {
         let settings = crate::reload::settings(ctx, |t| {
             t.replace(from, "pool = { size = 1, borrow_timeout = \"10s\" }")
         })?;
-        let app = gatehouse::App::bind(settings).await?;
-        let tx = app.local_addr("tx").context("no tx endpoint")?;
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        let proxy = tokio::spawn(gatehouse::run(app, async {
-            let _ = rx.await;
-        }));
-        Ok(OnePool { tx, proxy, stop })
+        let own = crate::own::Own::start(settings).await?;
+        Ok(OnePool {
+            tx: own.addr("tx")?,
+            own,
+        })
     }
 
     async fn client(&self) -> Result<tokio_postgres::Client> {
-        let info = format!(
-            "host={} port={} user=alice password=alice-pw dbname=app1 sslmode=disable",
-            self.tx.ip(),
-            self.tx.port()
-        );
-        let (client, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
-        tokio::spawn(conn);
-        Ok(client)
+        self.own.client("tx").await
     }
 
     pub(crate) async fn stop(self) -> Result<()> {
-        let _ = self.stop.send(());
-        tokio::time::timeout(Duration::from_secs(15), self.proxy)
-            .await
-            .context("run() did not return")???;
-        Ok(())
+        self.own.stop().await
     }
 }
 

@@ -10,6 +10,7 @@ mod bad_input;
 mod cancel;
 mod differential;
 mod limits;
+mod own;
 mod park;
 mod prepared;
 mod queries;

@@ -38,25 +38,11 @@ fn code(e: &tokio_postgres::Error) -> Option<&str> {
 
 fn rules_both_protocols(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let settings = crate::reload::settings(ctx, |t| format!("{t}\n{RULES}"))?;
-        let app = gatehouse::App::bind(settings).await?;
-        let tx = app.local_addr("tx").context("no tx endpoint")?;
-        let app_solo = app.local_addr("solo");
-        let admin = app.admin_addr().context("no admin API")?;
-        let core = app.pg_core();
-        let rules = app.settings().rules.clone();
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        let proxy = tokio::spawn(gatehouse::run(app, async {
-            let _ = rx.await;
-        }));
+        let own = crate::own::Own::start(crate::reload::settings(ctx, |t| format!("{t}\n{RULES}"))?).await?;
+        let (core, rules) = (own.core.clone(), own.rules.clone());
         let result = async {
-            let info = format!(
-                "host={} port={} user=alice password=alice-pw dbname=app1 sslmode=disable",
-                tx.ip(),
-                tx.port()
-            );
-            let (c, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
-            tokio::spawn(conn);
+            let admin = own.admin.context("no admin API")?;
+            let c = own.client("tx").await?;
 
             // Block by kind, both protocols; the session goes on.
             let e = c
@@ -109,14 +95,7 @@ fn rules_both_protocols(ctx: &Ctx) -> Result<()> {
 
             // A session-mode endpoint: served by the transaction path,
             // pinned, and inspected the same way.
-            let solo = app_solo.context("no solo endpoint")?;
-            let info = format!(
-                "host={} port={} user=alice password=alice-pw dbname=app1 sslmode=disable",
-                solo.ip(),
-                solo.port()
-            );
-            let (s, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
-            tokio::spawn(conn);
+            let s = own.client("solo").await?;
             let e = s
                 .batch_execute("DROP TABLE no_such_table")
                 .await
@@ -186,10 +165,7 @@ fn rules_both_protocols(ctx: &Ctx) -> Result<()> {
             Ok(())
         }
         .await;
-        let _ = stop.send(());
-        tokio::time::timeout(std::time::Duration::from_secs(15), proxy)
-            .await
-            .context("run() did not return")???;
+        own.stop().await?;
         result
     })
 }

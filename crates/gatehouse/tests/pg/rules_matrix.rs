@@ -10,13 +10,12 @@
 //! kept for `GET /api/rules/log`.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
 
 use anyhow::{Context, Result, ensure};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::Ctx;
+use crate::own::Own;
 use crate::rules_matrix_cases::{ACTION_RULES, BLOCKED, DIGEST_ID_OF, MATCH_RULES, Names};
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
@@ -40,77 +39,25 @@ enum Proto {
 
 const PROTOCOLS: [Proto; 2] = [Proto::Simple, Proto::Extended];
 
-/// A proxy of the test's own: the test configuration plus the matrix rules.
-struct Own {
-    tx: SocketAddr,
-    ro: SocketAddr,
-    sp: SocketAddr,
-    admin: SocketAddr,
-    core: Arc<gatehouse::core::Core<gatehouse::engine::pg::PgEngine>>,
-    rules: Arc<gatehouse::rules::Rules>,
-    stop: tokio::sync::oneshot::Sender<()>,
-    proxy: tokio::task::JoinHandle<Result<(), gatehouse::AppError>>,
+/// A proxy of the test's own: the test configuration, a split endpoint,
+/// and the matrix rules.
+async fn start(ctx: &Ctx) -> Result<Own> {
+    let replica = ctx.cluster.pg_replicas().first().context("no replica")?.addr();
+    let digest_id = format!("{:016x}", gatehouse_sql::digest(DIGEST_ID_OF).id);
+    let rules = crate::rules_matrix_cases::rules(&Names {
+        endpoint: "tx",
+        read_only: "ro",
+        split: "sp",
+        replica: &replica,
+        other_cluster: "life",
+        digest_id: &digest_id,
+    });
+    let split = "[[endpoints]]\nname = \"sp\"\nlisten = \"127.0.0.1:0\"\ncluster = \"main\"\nrole = \"split\"\n";
+    Own::start(crate::reload::settings(ctx, |t| format!("{t}\n{split}\n{rules}"))?).await
 }
 
-impl Own {
-    async fn start(ctx: &Ctx) -> Result<Self> {
-        let replica = ctx.cluster.pg_replicas().first().context("no replica")?.addr();
-        let digest_id = format!("{:016x}", gatehouse_sql::digest(DIGEST_ID_OF).id);
-        let rules = crate::rules_matrix_cases::rules(&Names {
-            endpoint: "tx",
-            read_only: "ro",
-            split: "sp",
-            replica: &replica,
-            other_cluster: "life",
-            digest_id: &digest_id,
-        });
-        let split = "[[endpoints]]\nname = \"sp\"\nlisten = \"127.0.0.1:0\"\ncluster = \"main\"\nrole = \"split\"\n";
-        let settings = crate::reload::settings(ctx, |t| format!("{t}\n{split}\n{rules}"))?;
-        let app = gatehouse::App::bind(settings).await?;
-        let tx = app.local_addr("tx").context("no tx endpoint")?;
-        let ro = app.local_addr("ro").context("no ro endpoint")?;
-        let sp = app.local_addr("sp").context("no split endpoint")?;
-        let admin = app.admin_addr().context("no admin API")?;
-        let core = app.pg_core();
-        let rules = app.settings().rules.clone();
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        let proxy = tokio::spawn(gatehouse::run(app, async {
-            let _ = rx.await;
-        }));
-        Ok(Self {
-            tx,
-            ro,
-            sp,
-            admin,
-            core,
-            rules,
-            stop,
-            proxy,
-        })
-    }
-
-    async fn client(&self, at: SocketAddr) -> Result<Client> {
-        let info = format!(
-            "host={} port={} user=alice password=alice-pw dbname=app1 sslmode=disable",
-            at.ip(),
-            at.port()
-        );
-        let (c, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
-        tokio::spawn(conn);
-        Ok(c)
-    }
-
-    fn hits(&self) -> HashMap<String, u64> {
-        self.rules.counters().into_iter().map(|r| (r.name, r.hits)).collect()
-    }
-
-    async fn stop(self) -> Result<()> {
-        let _ = self.stop.send(());
-        tokio::time::timeout(std::time::Duration::from_secs(15), self.proxy)
-            .await
-            .context("run() did not return")???;
-        Ok(())
-    }
+fn hits(own: &Own) -> HashMap<String, u64> {
+    own.rules.counters().into_iter().map(|r| (r.name, r.hits)).collect()
 }
 
 /// The first column of the first row of `sql`, as text, over `proto`.
@@ -149,10 +96,10 @@ async fn blocked(c: &Client, proto: Proto, sql: &str, message: &str) -> Result<(
 
 fn match_fields(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let own = Own::start(ctx).await?;
+        let own = start(ctx).await?;
         let result = async {
-            let c = own.client(own.tx).await?;
-            let ro = own.client(own.ro).await?;
+            let c = own.client("tx").await?;
+            let ro = own.client("ro").await?;
             // Statements each rule must leave alone: another kind, another
             // shape, another endpoint.
             let others = [
@@ -173,7 +120,7 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
                 }
                 ensure!(first(&c, proto, "SELECT 'on'").await? == "on", "the session goes on");
             }
-            let hits = own.hits();
+            let hits = hits(&own);
             for rule in MATCH_RULES {
                 ensure!(hits.get(rule).copied().unwrap_or(0) >= 2, "{rule}: {hits:?}");
             }
@@ -187,7 +134,7 @@ fn match_fields(ctx: &Ctx) -> Result<()> {
 
 fn actions(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let own = Own::start(ctx).await?;
+        let own = start(ctx).await?;
         let result = async {
             let primary = ctx.cluster.pg_primary().context("no primary")?.port.to_string();
             let replica = ctx
@@ -197,9 +144,9 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 .context("no replica")?
                 .port
                 .to_string();
-            let c = own.client(own.tx).await?;
-            let ro = own.client(own.ro).await?;
-            let sp = own.client(own.sp).await?;
+            let c = own.client("tx").await?;
+            let ro = own.client("ro").await?;
+            let sp = own.client("sp").await?;
             let port = |marker: &str| format!("SELECT inet_server_port()::text AS {marker}");
             for proto in PROTOCOLS {
                 let on = |what: &str, got: String, want: &str| -> Result<()> {
@@ -234,7 +181,7 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 // A logging rule: the statement runs, and its hit is kept.
                 ensure!(first(&c, proto, "SELECT 'a_log' AS logged").await? == "a_log");
             }
-            let hits = own.hits();
+            let hits = hits(&own);
             for rule in ACTION_RULES {
                 ensure!(hits.get(rule).copied().unwrap_or(0) >= 2, "{rule}: {hits:?}");
             }
@@ -250,7 +197,12 @@ fn actions(ctx: &Ctx) -> Result<()> {
                 hit.tenant == "alice" && hit.endpoint == "tx" && hit.rules == ["a-log"] && !hit.blocked,
                 "{hit:?}"
             );
-            let api = gatehouse_testkit::http::request(own.admin, "GET", "/api/rules/log", Some(&ctx.admin_token))?;
+            let api = gatehouse_testkit::http::request(
+                own.admin.context("no admin API")?,
+                "GET",
+                "/api/rules/log",
+                Some(&ctx.admin_token),
+            )?;
             ensure!(api.status == 200 && api.body.contains("a_log"), "{}", api.body);
             Ok(())
         }
