@@ -62,12 +62,29 @@ enum Cmd {
 #[derive(Args)]
 struct LoadArgs {
     /// `postgres://user:pw@host:port/db`, a libpq `key=value` string, or
-    /// `mysql://user:pw@host:port/db`.
+    /// `mysql://user:pw@host:port/db`; with --tenants, `{tenant}` in it
+    /// stands for each tenant's name (`mysql://{tenant}:pw-{tenant}@h/{tenant}`).
     #[arg(long)]
     target: String,
     /// The target's name in the report.
     #[arg(long, default_value = "target")]
     name: String,
+    /// Tenants t000, t001, … filled into the target's `{tenant}`; each
+    /// request (or each user, on its own connection) picks one at random.
+    #[arg(long, default_value_t = 0)]
+    tenants: u32,
+    /// ISSUER,AUDIENCE,HS256_SECRET_FILE: log in with a token minted per
+    /// tenant (subject its user, database its database) before the run,
+    /// instead of the target's password.
+    #[arg(long, value_name = "ISSUER,AUDIENCE,FILE", value_parser = parse_token_spec)]
+    token: Option<tenant_storm::spec::TokenSpec>,
+    /// Connect with TLS, the server's certificate verified against the CA
+    /// certificates in FILE (PEM).
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
+    /// The round of an experiment this run is (in the report).
+    #[arg(long)]
+    round: Option<u32>,
     /// Virtual users at full load.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     users: u32,
@@ -83,7 +100,8 @@ struct LoadArgs {
     /// Connect, query and disconnect in each request.
     #[arg(long)]
     connect_each: bool,
-    /// The request's SQL.
+    /// The request's SQL; `{tenant}` is the tenant's name and `{ids:K:N}`
+    /// K distinct random integers in 1..=N, comma-separated.
     #[arg(long, default_value = "SELECT 1")]
     sql: String,
     /// Seconds before a request counts as failed (`timeout`).
@@ -93,6 +111,22 @@ struct LoadArgs {
     /// (CPU, RSS); repeat.
     #[arg(long = "watch", value_name = "NAME=PID", value_parser = tenant_storm::spec::parse_pid)]
     watch: Vec<(String, u32)>,
+    /// NAME=PID: as --watch, for the proxy (reported as proxy CPU and RSS,
+    /// not backend).
+    #[arg(long = "watch-proxy", value_name = "NAME=PID", value_parser = tenant_storm::spec::parse_pid)]
+    watch_proxy: Vec<(String, u32)>,
+    /// HOST:PORT of the proxy's admin API: read its /metrics once a second.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<String>,
+    /// A series of the proxy's metrics to sample, `name` or
+    /// `name{label="value"}`, summed over its other labels; repeat
+    /// (default: clients, pool connections leased and idle, leases, pinned
+    /// and waiting sessions).
+    #[arg(long = "metric", value_name = "SERIES")]
+    metric: Vec<String>,
+    /// The admin API's bearer token, if it requires one.
+    #[arg(long, value_name = "TOKEN")]
+    metrics_token: Option<String>,
     /// NAME=URL: count this server's client connections once a second,
     /// over a connection of its own (URL as --target); repeat.
     #[arg(long = "count-connections", value_name = "NAME=URL", value_parser = tenant_storm::spec::parse_named)]
@@ -268,7 +302,18 @@ fn main() -> Result<ExitCode> {
 }
 
 fn load_main(args: LoadArgs) -> Result<ExitCode> {
-    let target = load::client::Target::parse(&args.target)?;
+    let tls = args
+        .tls_ca
+        .as_deref()
+        .map(load::client::Tls::from_ca_file)
+        .transpose()?;
+    let auth = match args.token {
+        Some(spec) => load::tenants::Auth::Token(spec),
+        None => load::tenants::Auth::Password,
+    };
+    let lifetime = Duration::from_secs(args.seconds + args.timeout);
+    let tenants = load::tenants::build(&args.target, args.tenants, tls.as_ref(), &auth, lifetime)?;
+    let sql = load::scenario::Sql::parse(&args.sql)?;
     let plan = load::Plan {
         users: args.users,
         spawn_rate: args.spawn_rate,
@@ -277,21 +322,47 @@ fn load_main(args: LoadArgs) -> Result<ExitCode> {
         connect_each: args.connect_each,
         sql: args.sql,
         timeout: Duration::from_secs(args.timeout),
+        tenants: args.tenants,
+        auth: auth.name(),
+        tls: tls.is_some(),
+        round: args.round,
     };
-    let watched = args
-        .watch
+    let roles = [
+        (args.watch, load::procs::Role::Server),
+        (args.watch_proxy, load::procs::Role::Proxy),
+    ];
+    let watched = roles
         .into_iter()
-        .map(|(name, pid)| load::procs::Watched { name, pid })
+        .flat_map(|(list, role)| {
+            list.into_iter()
+                .map(move |(name, pid)| load::procs::Watched { name, pid, role })
+        })
         .collect();
     let mut servers = Vec::new();
     for (name, url) in args.count_connections {
         servers.push(load::conns::Counted::new(name, load::client::Target::parse(&url)?));
     }
+    let scraper = match &args.metrics {
+        Some(address) => {
+            let names: Vec<String> = if args.metric.is_empty() {
+                load::metrics::DEFAULT_SERIES.iter().map(|s| s.to_string()).collect()
+            } else {
+                args.metric.clone()
+            };
+            let series = names
+                .iter()
+                .map(|n| load::metrics::Series::parse(n))
+                .collect::<Result<Vec<_>>>()?;
+            Some(load::metrics::Scraper::new(address, args.metrics_token.clone(), series))
+        }
+        None => None,
+    };
     let watch = load::Watch {
         processes: load::procs::Sampler::new(watched, args.clk_tck),
         servers,
+        metrics: scraper,
     };
-    let report = runtime(args.threads)?.block_on(load::run(&args.name, target, plan, watch, !args.quiet));
+    let report = runtime(args.threads)?.block_on(load::run(&args.name, tenants, sql, plan, watch, !args.quiet));
     print!("{}", report.table());
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report.json())?;
@@ -392,4 +463,9 @@ fn emit(report: &Report, json: Option<&PathBuf>) -> Result<()> {
         std::fs::write(path, report::json::render(report)).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// `--token ISSUER,AUDIENCE,HS256_SECRET_FILE` (clap's value parser).
+fn parse_token_spec(raw: &str) -> Result<tenant_storm::spec::TokenSpec, String> {
+    tenant_storm::spec::parse_token(&format!("token={raw}")).map(|(_, spec)| spec)
 }

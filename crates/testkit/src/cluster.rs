@@ -1,6 +1,7 @@
 //! The [`Cluster`] handle: bringing a set of servers up under a directory,
 //! re-attaching to it through `cluster.env`, and the per-server operations
-//! (stop/kill/restart/promote/SQL), dispatched to `pg` and `mysql`.
+//! (stop/kill/restart/promote/SQL), dispatched to `pg` and `mysql`. With
+//! [`Options::tls`] it generates the cluster's certificates (`tls.rs`) first.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::ports::{free_port, socket_dir};
 use crate::sys::{Tools, random_password};
-use crate::{Engine, Options, Role, Server, env_file, mysql, pg};
+use crate::{Engine, Options, Role, Server, env_file, mysql, pg, tls};
 
 const ENV_FILE: &str = "cluster.env";
 
@@ -26,6 +27,8 @@ pub(crate) struct State {
     pub pg_primary: Option<String>,
     /// Name of the current MariaDB primary (changes on promote).
     pub mysql_primary: Option<String>,
+    /// The TLS files every server uses, when started with [`Options::tls`].
+    pub tls: Option<tls::Files>,
 }
 
 /// A set of real database servers under one directory. Dropping it stops
@@ -56,6 +59,11 @@ impl Cluster {
         }
         let tools = Tools::detect()?;
         make_traversable(&tools, &dir)?;
+        let tls = if opts.tls {
+            Some(tls::generate(&tools, &dir)?)
+        } else {
+            None
+        };
         let mut c = Cluster {
             st: State {
                 dir,
@@ -66,6 +74,7 @@ impl Cluster {
                 mysql_max_connections: opts.mysql_max_connections,
                 pg_primary: None,
                 mysql_primary: None,
+                tls,
             },
             tools,
             detached: false,
@@ -124,15 +133,16 @@ impl Cluster {
             Some(p.context("no primary to replicate from")?.clone())
         };
         let (t, st) = (&self.tools, &self.st);
+        let tls = st.tls.as_ref();
         match (engine, &primary) {
-            (Engine::Postgres, None) => pg::init_primary(t, &s, &st.pg_password, st.pg_max_connections)?,
-            (Engine::Postgres, Some(p)) => pg::init_replica(t, &s, p, &st.pg_password, st.pg_max_connections)?,
+            (Engine::Postgres, None) => pg::init_primary(t, &s, &st.pg_password, st.pg_max_connections, tls)?,
+            (Engine::Postgres, Some(p)) => pg::init_replica(t, &s, p, &st.pg_password, st.pg_max_connections, tls)?,
             (Engine::Mysql, _) => mysql::init(t, &s)?,
         }
         for attempt in 0.. {
             let res = match engine {
                 Engine::Postgres => pg::start(t, &s, &st.pg_password),
-                Engine::Mysql => mysql::start(t, &s, st.mysql_max_connections),
+                Engine::Mysql => mysql::start(t, &s, st.mysql_max_connections, tls),
             };
             let conflict = match engine {
                 Engine::Postgres => pg::port_conflict(&s),
@@ -143,7 +153,7 @@ impl Cluster {
                 Err(_) if conflict && attempt < 3 => {
                     s.port = free_port(&taken)?;
                     if engine == Engine::Postgres {
-                        pg::write_conf(t, &s, st.pg_max_connections)?;
+                        pg::write_conf(t, &s, st.pg_max_connections, tls)?;
                     }
                 }
                 Err(e) => return Err(e),
@@ -272,6 +282,12 @@ impl Cluster {
         &self.st.mysql_password
     }
 
+    /// The CA certificate (PEM) that verifies every server's certificate,
+    /// when the cluster was started with [`Options::tls`].
+    pub fn tls_ca(&self) -> Option<PathBuf> {
+        self.st.tls.as_ref().map(|f| f.ca.clone())
+    }
+
     /// Path of `DIR/cluster.env`.
     pub fn env_file(&self) -> PathBuf {
         self.st.dir.join(ENV_FILE)
@@ -294,7 +310,7 @@ impl Drop for Cluster {
 }
 
 /// `dir` holds an earlier cluster: refuse if any of its servers still
-/// runs, else delete its server directories and `cluster.env`.
+/// runs, else delete its server directories, TLS files and `cluster.env`.
 fn remove_stopped_cluster(dir: &Path) -> Result<()> {
     let old = Cluster::attach(dir)?;
     if let Some(s) = old.servers().iter().find(|s| old.is_up(&s.name)) {
@@ -308,6 +324,10 @@ fn remove_stopped_cluster(dir: &Path) -> Result<()> {
         if s.dir.starts_with(dir) && s.dir.exists() {
             std::fs::remove_dir_all(&s.dir).with_context(|| format!("removing old {}", s.dir.display()))?;
         }
+    }
+    let tls_dir = old.st.tls.as_ref().and_then(|f| f.ca.parent());
+    if let Some(tls_dir) = tls_dir.filter(|d| d.starts_with(dir) && d.exists()) {
+        std::fs::remove_dir_all(tls_dir).with_context(|| format!("removing old {}", tls_dir.display()))?;
     }
     std::fs::remove_file(dir.join(ENV_FILE))?;
     Ok(())

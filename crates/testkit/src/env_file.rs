@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use crate::cluster::State;
-use crate::{Engine, Role, Server, mysql, pg};
+use crate::{Engine, Role, Server, mysql, pg, tls};
 
 /// Quote a value for POSIX sh: bare if harmless, else single-quoted.
 pub(crate) fn quote(value: &str) -> String {
@@ -82,6 +82,9 @@ pub(crate) fn render(st: &State) -> String {
     let mut out = String::from("# Written by gatehouse-testkit; source it from a shell.\n");
     let mut put = |k: &str, v: &str| out.push_str(&format!("{k}={}\n", quote(v)));
     put("GH_DIR", &st.dir.to_string_lossy());
+    if let Some(f) = &st.tls {
+        put("GH_TLS_CA", &f.ca.to_string_lossy());
+    }
     for engine in [Engine::Postgres, Engine::Mysql] {
         let p = engine_prefix(engine);
         let (user, password, max_conn, primary) = match engine {
@@ -128,6 +131,7 @@ pub(crate) fn parse(text: &str) -> Result<State> {
         mysql_max_connections: get("GH_MYSQL_MAX_CONNECTIONS")?.parse()?,
         pg_primary: map.get("GH_PG_PRIMARY").cloned(),
         mysql_primary: map.get("GH_MYSQL_PRIMARY").cloned(),
+        tls: map.get("GH_TLS_CA").map(|ca| tls::Files::beside(ca.into())),
     };
     for engine in [Engine::Postgres, Engine::Mysql] {
         let p = engine_prefix(engine);
@@ -194,9 +198,11 @@ mod tests {
             mysql_max_connections: 60,
             pg_primary: Some("pg0".into()),
             mysql_primary: None,
+            tls: Some(tls::Files::under("/tmp/x y".as_ref())),
         };
         let text = render(&st);
         assert!(text.contains("GH_PG_PRIMARY_PORT=20001\n"), "{text}");
+        assert!(text.contains("GH_TLS_CA=\"/tmp/x y/tls/ca.pem\"\n"), "{text}");
         assert!(text.contains("GH_MY1_ROLE=replica\n"), "{text}");
         assert_eq!(parse(&text).unwrap(), st);
     }

@@ -4,8 +4,9 @@
 //!
 //! This module owns the public value types; [`Cluster`] lives in
 //! `cluster.rs`, engine specifics in `pg.rs` / `mysql.rs`, the
-//! shell-sourceable `cluster.env` format in `env_file.rs`; `trials` runs a
-//! test binary's cases against one such cluster set up once.
+//! shell-sourceable `cluster.env` format in `env_file.rs`, the certificates
+//! of a TLS-enabled cluster in `tls.rs`; `trials` runs a test binary's cases
+//! against one such cluster set up once.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ mod ops;
 mod pg;
 pub mod ports;
 mod sys;
+mod tls;
 pub mod trials;
 
 use std::fmt;
@@ -68,6 +70,10 @@ pub struct Options {
     pub mysql: bool,
     pub mysql_replicas: usize,
     pub mysql_max_connections: u32,
+    /// Start every server with TLS enabled (plain connections still work),
+    /// with a certificate from a CA generated for the cluster; see
+    /// [`Cluster::tls_ca`].
+    pub tls: bool,
 }
 
 impl Default for Options {
@@ -79,6 +85,7 @@ impl Default for Options {
             mysql: false,
             mysql_replicas: 0,
             mysql_max_connections: 200,
+            tls: false,
         }
     }
 }

@@ -58,6 +58,10 @@ enum Cmd {
         pg_max_connections: u32,
         #[arg(long, default_value_t = 200)]
         mysql_max_connections: u32,
+        /// Start every server with TLS too (certificates under DIR/tls,
+        /// CA in cluster.env as GH_TLS_CA); plain connections still work.
+        #[arg(long)]
+        tls: bool,
     },
     /// One line per server: name, engine, role, address, up/down.
     Status(DirArg),
@@ -112,6 +116,7 @@ fn main() -> Result<()> {
             mysql_replicas,
             pg_max_connections,
             mysql_max_connections,
+            tls,
         } => {
             if no_pg && pg_replicas > 0 {
                 anyhow::bail!("--pg-replicas conflicts with --no-pg");
@@ -123,6 +128,7 @@ fn main() -> Result<()> {
                 mysql: mysql || mysql_replicas > 0,
                 mysql_replicas,
                 mysql_max_connections,
+                tls,
             };
             let mut c = Cluster::up(&dir.dir, &opts)?;
             c.detach();

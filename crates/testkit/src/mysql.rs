@@ -17,6 +17,7 @@ use crate::ports::socket_dir;
 use crate::sys::{
     Check, Tools, find_bin, pid_alive, pid_state, read_pid, run, signal, stop_or_continue, tail, wait_dead, wait_for,
 };
+use crate::tls::Files;
 use crate::{Role, Server};
 
 pub(crate) const USER: &str = "root";
@@ -88,7 +89,8 @@ pub(crate) fn init(t: &Tools, s: &Server) -> Result<()> {
 }
 
 /// Launch mariadbd in the background and wait until it answers a ping.
-pub(crate) fn start(t: &Tools, s: &Server, max_conn: u32) -> Result<()> {
+/// With `tls` it also accepts TLS, with the cluster's certificate.
+pub(crate) fn start(t: &Tools, s: &Server, max_conn: u32, tls: Option<&Files>) -> Result<()> {
     if let Some(pid) = running_pid(s) {
         bail!("{} is already running (pid {pid})", s.name);
     }
@@ -121,6 +123,11 @@ pub(crate) fn start(t: &Tools, s: &Server, max_conn: u32) -> Result<()> {
         "--character-set-server=utf8mb4".into(),
         "--collation-server=utf8mb4_general_ci".into(),
     ];
+    if let Some(f) = tls {
+        args.push(format!("--ssl-cert={}", f.cert.display()));
+        args.push(format!("--ssl-key={}", f.key.display()));
+        args.push(format!("--ssl-ca={}", f.ca.display()));
+    }
     if t.is_root() {
         args.push("--user=root".into());
     }

@@ -83,7 +83,7 @@ impl Cluster {
         match s.engine {
             Engine::Postgres => pg::start(&self.tools, s, &self.st.pg_password),
             Engine::Mysql => {
-                mysql::start(&self.tools, s, self.st.mysql_max_connections)?;
+                mysql::start(&self.tools, s, self.st.mysql_max_connections, self.st.tls.as_ref())?;
                 wait_for(&format!("{name} to answer SELECT 1"), &mysql::log_file(s), || {
                     Ok(if mysql::is_up(s, &self.st.mysql_password) {
                         Check::Ready

@@ -4,7 +4,7 @@
 //! Layout of a server directory `DIR/pgN` (owned by the server user):
 //! `data/` (PGDATA), `postgres.log`, and the unix socket.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
@@ -14,6 +14,7 @@ use crate::ports::socket_dir;
 use crate::sys::{
     Check, Tools, children_of, pid_alive, pid_state, read_pid, run, signal, stop_or_continue, tail, wait_dead, wait_for,
 };
+use crate::tls::Files;
 
 pub(crate) const USER: &str = "postgres";
 
@@ -46,7 +47,7 @@ fn make_server_dir(t: &Tools, s: &Server) -> Result<()> {
 }
 
 /// Create a fresh primary with initdb and write its configuration.
-pub(crate) fn init_primary(t: &Tools, s: &Server, password: &str, max_conn: u32) -> Result<()> {
+pub(crate) fn init_primary(t: &Tools, s: &Server, password: &str, max_conn: u32, tls: Option<&Files>) -> Result<()> {
     make_server_dir(t, s)?;
     let pwfile = s.dir.join("pwfile");
     t.write_pg_file(&pwfile, password)?;
@@ -71,11 +72,18 @@ pub(crate) fn init_primary(t: &Tools, s: &Server, password: &str, max_conn: u32)
                host all all 127.0.0.1/32 scram-sha-256\n\
                host replication all 127.0.0.1/32 scram-sha-256\n";
     std::fs::write(data.join("pg_hba.conf"), hba)?;
-    write_conf(t, s, max_conn)
+    write_conf(t, s, max_conn, tls)
 }
 
 /// Clone `primary` into a streaming replica with pg_basebackup.
-pub(crate) fn init_replica(t: &Tools, s: &Server, primary: &Server, password: &str, max_conn: u32) -> Result<()> {
+pub(crate) fn init_replica(
+    t: &Tools,
+    s: &Server,
+    primary: &Server,
+    password: &str,
+    max_conn: u32,
+    tls: Option<&Files>,
+) -> Result<()> {
     make_server_dir(t, s)?;
     run(t
         .pg_cmd("pg_basebackup", &s.dir)
@@ -85,13 +93,14 @@ pub(crate) fn init_replica(t: &Tools, s: &Server, primary: &Server, password: &s
         .arg(data_dir(s))
         .args(["-R", "-X", "stream", "-c", "fast", "--no-sync"]))
     .with_context(|| format!("pg_basebackup of {} from {}", s.name, primary.name))?;
-    write_conf(t, s, max_conn)
+    write_conf(t, s, max_conn, tls)
 }
 
-/// (Re)write `data/gatehouse.conf`: everything specific to this server.
-pub(crate) fn write_conf(t: &Tools, s: &Server, max_conn: u32) -> Result<()> {
+/// (Re)write `data/gatehouse.conf`: everything specific to this server,
+/// including TLS (`ssl = on` with the cluster's certificate) when `tls`.
+pub(crate) fn write_conf(t: &Tools, s: &Server, max_conn: u32, tls: Option<&Files>) -> Result<()> {
     let sock = socket_dir(&s.dir);
-    let text = format!(
+    let mut text = format!(
         "port = {port}\n\
          listen_addresses = '127.0.0.1'\n\
          unix_socket_directories = '{sock}'\n\
@@ -110,6 +119,14 @@ pub(crate) fn write_conf(t: &Tools, s: &Server, max_conn: u32) -> Result<()> {
         port = s.port,
         sock = sock.display(),
     );
+    if let Some(f) = tls {
+        let quoted = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "''"));
+        text.push_str(&format!(
+            "ssl = on\nssl_cert_file = {}\nssl_key_file = {}\n",
+            quoted(&f.cert),
+            quoted(&f.key)
+        ));
+    }
     t.write_pg_file(&data_dir(s).join("gatehouse.conf"), &text)
 }
 

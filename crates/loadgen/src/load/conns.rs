@@ -37,7 +37,7 @@ impl Counted {
     /// `None` when it could not be asked within the second.
     pub async fn count(&mut self) -> Option<u64> {
         let sql = match self.target {
-            Target::Postgres(_) => PG_COUNT,
+            Target::Postgres { .. } => PG_COUNT,
             Target::Mysql(_) => MY_COUNT,
         };
         let answer = tokio::time::timeout(COUNT_TIMEOUT, async {

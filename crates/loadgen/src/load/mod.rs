@@ -7,21 +7,34 @@
 //! ([`client::Target`]). Latencies go to HDR histograms per second and
 //! overall, failures are counted by the server's error code, and once a
 //! second the watched process trees are sampled, the counted servers'
-//! client connections counted, and a progress line is printed. The report is a table and a JSON document with every second.
+//! client connections counted, the proxy's metrics read, and a progress
+//! line is printed. With tenants, each request (or each user, on its own
+//! connection) logs in as a random tenant, and the request's SQL may name
+//! it and random ids ([`scenario`]). The report ([`report`]) is a table and
+//! a JSON document with every second.
 
 pub mod client;
 pub mod conns;
+pub mod metrics;
 pub mod procs;
 pub mod record;
+pub mod report;
+pub mod scenario;
+pub mod tenants;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use self::client::{Conn, Failure, Target};
-use self::procs::Sampler;
-use self::record::{Measured, Percentiles, Recorder};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use self::client::{Conn, Failure};
+use self::procs::{Sampler, Watched};
+use self::record::{Measured, Recorder};
+use self::scenario::Sql;
+use self::tenants::Tenant;
 
 /// After a failure a user waits at least this long before its next
 /// request, so a refusing target is not hammered in a busy loop.
@@ -40,10 +53,19 @@ pub struct Plan {
     /// Connect, query and disconnect in each request (else each user keeps
     /// its connection).
     pub connect_each: bool,
-    /// The request's SQL (text protocol; several statements allowed).
+    /// The request's SQL (text protocol; several statements allowed), as
+    /// given (a [`scenario`] template).
     pub sql: String,
     /// A request taking longer fails with code `timeout`.
     pub timeout: Duration,
+    /// Tenants the users pick from (0: one target, no tenants).
+    pub tenants: u32,
+    /// `password` or `token`.
+    pub auth: &'static str,
+    /// Whether connections use TLS.
+    pub tls: bool,
+    /// The round of an experiment this run is, if one.
+    pub round: Option<u32>,
 }
 
 /// A finished run.
@@ -52,9 +74,11 @@ pub struct LoadReport {
     pub engine: &'static str,
     pub plan: Plan,
     pub measured: Measured,
-    pub watched: Vec<String>,
+    pub watched: Vec<Watched>,
     /// The servers whose connections were counted.
     pub counted: Vec<String>,
+    /// The proxy metrics' series sampled.
+    pub metrics: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -62,26 +86,29 @@ pub struct LoadReport {
 pub struct Watch {
     pub processes: Sampler,
     pub servers: Vec<conns::Counted>,
+    pub metrics: Option<metrics::Scraper>,
 }
 
 /// Runs `plan` against `target` (named `name` in the report), sampling
 /// `watch` and printing a progress line once a second when `progress`.
-pub async fn run(name: &str, target: Target, plan: Plan, watch: Watch, progress: bool) -> LoadReport {
+pub async fn run(name: &str, tenants: Vec<Tenant>, sql: Sql, plan: Plan, watch: Watch, progress: bool) -> LoadReport {
     let Watch {
         processes: mut sampler,
         servers: mut counted,
+        metrics: scraper,
     } = watch;
+    let engine = tenants.first().map_or("none", |t| t.target.engine());
     let start = Instant::now();
     let deadline = start + plan.duration;
     let recorder = Arc::new(Recorder::new(start));
     let active = Arc::new(AtomicU32::new(0));
-    let target = Arc::new(target);
-    let sql: Arc<str> = Arc::from(plan.sql.as_str());
+    let tenants = Arc::new(tenants);
+    let sql = Arc::new(sql);
     let spawner = {
-        let (recorder, active, target, plan, sql) = (
+        let (recorder, active, tenants, plan, sql) = (
             recorder.clone(),
             active.clone(),
-            target.clone(),
+            tenants.clone(),
             plan.clone(),
             sql.clone(),
         );
@@ -99,11 +126,12 @@ pub async fn run(name: &str, target: Target, plan: Plan, watch: Watch, progress:
                 }
                 tokio::time::sleep_until(at.into()).await;
                 let user = User {
-                    target: target.clone(),
+                    tenants: tenants.clone(),
                     recorder: recorder.clone(),
                     sql: sql.clone(),
                     plan: plan.clone(),
                     deadline,
+                    rng: StdRng::from_entropy(),
                 };
                 active.fetch_add(1, Ordering::Relaxed);
                 users.spawn(user.run());
@@ -117,8 +145,11 @@ pub async fn run(name: &str, target: Target, plan: Plan, watch: Watch, progress:
     for i in 0..total {
         tokio::time::sleep_until((start + Duration::from_secs(i + 1)).into()).await;
         let users = active.load(Ordering::Relaxed);
-        let connections = conns::count_all(&mut counted).await;
-        recorder.tick(i as usize, users, sampler.sample(), connections);
+        let (connections, metrics) = match &scraper {
+            Some(s) => tokio::join!(conns::count_all(&mut counted), s.sample()),
+            None => (conns::count_all(&mut counted).await, Vec::new()),
+        };
+        recorder.tick(i as usize, users, sampler.sample(), connections, metrics);
         if progress {
             let (requests, _, p) = recorder.second(i as usize);
             let line = format!(
@@ -149,30 +180,42 @@ pub async fn run(name: &str, target: Target, plan: Plan, watch: Watch, progress:
     let elapsed = start.elapsed().min(plan.duration);
     LoadReport {
         target: name.to_owned(),
-        engine: target.engine(),
+        engine,
         measured: recorder.finish(total as usize),
         plan,
-        watched: sampler.names(),
+        watched: sampler.watched().to_vec(),
         counted: counted.iter().map(|c| c.name.clone()).collect(),
+        metrics: scraper.map_or_else(Vec::new, |s| s.series.iter().map(|m| m.shown.clone()).collect()),
         elapsed,
     }
 }
 
 /// One virtual user.
 struct User {
-    target: Arc<Target>,
+    tenants: Arc<Vec<Tenant>>,
     recorder: Arc<Recorder>,
-    sql: Arc<str>,
+    sql: Arc<Sql>,
     plan: Plan,
     deadline: Instant,
+    rng: StdRng,
 }
 
 impl User {
-    async fn run(self) {
+    async fn run(mut self) {
         let mut conn: Option<Conn> = None;
+        // On its own connection a user stays one tenant; connecting for
+        // each request, it picks one each time.
+        let mut tenant = self.pick();
         while Instant::now() < self.deadline {
+            if self.plan.connect_each {
+                tenant = self.pick();
+            }
+            let sql = match self.tenants.get(tenant) {
+                Some(t) => self.sql.render(&t.name, &mut self.rng),
+                None => break,
+            };
             let began = Instant::now();
-            let outcome = match tokio::time::timeout(self.plan.timeout, self.request(&mut conn)).await {
+            let outcome = match tokio::time::timeout(self.plan.timeout, self.request(&mut conn, tenant, &sql)).await {
                 Ok(outcome) => outcome,
                 Err(_) => {
                     conn = None;
@@ -202,160 +245,28 @@ impl User {
         }
     }
 
-    async fn request(&self, conn: &mut Option<Conn>) -> Result<(), Failure> {
+    fn pick(&mut self) -> usize {
+        self.rng.gen_range(0..self.tenants.len().max(1))
+    }
+
+    async fn request(&self, conn: &mut Option<Conn>, tenant: usize, sql: &str) -> Result<(), Failure> {
         let c = match conn {
             Some(c) => c,
-            None => conn.insert(self.target.connect().await?),
+            None => {
+                let target = &self
+                    .tenants
+                    .get(tenant)
+                    .ok_or_else(|| Failure::new("connect", "no target"))?
+                    .target;
+                conn.insert(target.connect().await?)
+            }
         };
-        c.query(&self.sql).await?;
+        c.query(sql).await?;
         if self.plan.connect_each
             && let Some(c) = conn.take()
         {
             c.close().await;
         }
         Ok(())
-    }
-}
-
-impl LoadReport {
-    /// Requests per second over the run.
-    pub fn rps(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.measured.requests as f64 / secs
-        } else {
-            0.0
-        }
-    }
-
-    pub fn failures(&self) -> u64 {
-        self.measured.failures.values().map(|(n, _)| n).sum()
-    }
-
-    pub fn percentiles(&self) -> Percentiles {
-        Percentiles::of(&self.measured.overall)
-    }
-
-    /// The terminal summary.
-    pub fn table(&self) -> String {
-        let p = self.percentiles();
-        let mut out = format!(
-            "target {} ({}): {} users, spawn {}/s, {:?}, think {:?}, {}\n",
-            self.target,
-            self.engine,
-            self.plan.users,
-            self.plan.spawn_rate,
-            self.plan.duration,
-            self.plan.think,
-            if self.plan.connect_each {
-                "connect per request"
-            } else {
-                "one connection per user"
-            }
-        );
-        out.push_str(&format!(
-            "requests {} ({:.1}/s) | p50 {:.2} ms | p90 {:.2} ms | p99 {:.2} ms | max {:.2} ms | failures {}\n",
-            self.measured.requests,
-            self.rps(),
-            p.p50,
-            p.p90,
-            p.p99,
-            p.max,
-            self.failures()
-        ));
-        for (code, (n, first)) in &self.measured.failures {
-            out.push_str(&format!("  failed {n} x {code}: {first}\n"));
-        }
-        for (i, name) in self.watched.iter().enumerate() {
-            let samples: Vec<_> = self.measured.seconds.iter().filter_map(|s| s.procs.get(i)).collect();
-            if samples.is_empty() {
-                continue;
-            }
-            let cpu = samples.iter().map(|s| s.cpu_cores).sum::<f64>() / samples.len() as f64;
-            let rss = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
-            let procs = samples.iter().map(|s| s.processes).max().unwrap_or(0);
-            out.push_str(&format!(
-                "  {name}: {cpu:.2} cores on average, peak RSS {:.1} MiB, up to {procs} processes\n",
-                rss as f64 / (1024.0 * 1024.0)
-            ));
-        }
-        for (i, name) in self.counted.iter().enumerate() {
-            let counts: Vec<u64> = self
-                .measured
-                .seconds
-                .iter()
-                .filter_map(|s| s.connections.get(i).copied().flatten())
-                .collect();
-            if counts.is_empty() {
-                out.push_str(&format!("  {name}: connections not counted (no answer)\n"));
-                continue;
-            }
-            let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
-            let peak = counts.iter().max().copied().unwrap_or(0);
-            out.push_str(&format!(
-                "  {name}: {peak} client connections at peak, {mean:.1} on average\n"
-            ));
-        }
-        out
-    }
-
-    /// The whole run as JSON: the plan, the summary, failures by code, and
-    /// every second (users, requests, failures, percentiles, watched
-    /// processes).
-    pub fn json(&self) -> serde_json::Value {
-        let p = self.percentiles();
-        let seconds: Vec<serde_json::Value> = self
-            .measured
-            .seconds
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let sp = Percentiles::of(&s.latency);
-                let procs: Vec<serde_json::Value> = s
-                    .procs
-                    .iter()
-                    .zip(&self.watched)
-                    .map(|(ps, name)| {
-                        serde_json::json!({
-                            "name": name, "cpu_cores": ps.cpu_cores, "rss_bytes": ps.rss_bytes,
-                            "processes": ps.processes,
-                        })
-                    })
-                    .collect();
-                let connections: Vec<serde_json::Value> = s
-                    .connections
-                    .iter()
-                    .zip(&self.counted)
-                    .map(|(n, name)| serde_json::json!({ "name": name, "count": n }))
-                    .collect();
-                serde_json::json!({
-                    "second": i + 1, "users": s.users, "requests": s.requests, "failures": s.failures,
-                    "p50_ms": sp.p50, "p90_ms": sp.p90, "p99_ms": sp.p99, "max_ms": sp.max, "processes": procs,
-                    "connections": connections,
-                })
-            })
-            .collect();
-        let failures: serde_json::Map<String, serde_json::Value> = self
-            .measured
-            .failures
-            .iter()
-            .map(|(code, (n, first))| (code.clone(), serde_json::json!({ "count": n, "first": first })))
-            .collect();
-        serde_json::json!({
-            "target": self.target,
-            "engine": self.engine,
-            "plan": {
-                "users": self.plan.users, "spawn_rate": self.plan.spawn_rate,
-                "duration_s": self.plan.duration.as_secs_f64(), "think_ms": self.plan.think.as_secs_f64() * 1000.0,
-                "connect_each": self.plan.connect_each, "sql": self.plan.sql,
-                "timeout_s": self.plan.timeout.as_secs_f64(),
-            },
-            "summary": {
-                "requests": self.measured.requests, "requests_per_second": self.rps(),
-                "failures": self.failures(), "p50_ms": p.p50, "p90_ms": p.p90, "p99_ms": p.p99, "max_ms": p.max,
-            },
-            "failures": failures,
-            "seconds": seconds,
-        })
     }
 }

@@ -1,18 +1,38 @@
 //! Processes the load engine watches while it runs (a proxy, a database
 //! server): each one's process tree (the process and all its descendants,
 //! as a PostgreSQL postmaster's backends) sampled from /proc once a second,
-//! CPU as cores used over the second and RSS summed over the tree.
+//! CPU as cores used over the second and RSS summed over the tree. A
+//! tree's CPU includes its processes that have exited and been waited for
+//! (a PostgreSQL backend of a connection that closed): each live process's
+//! own time plus its reaped children's.
 
 use std::collections::HashMap;
 use std::time::Instant;
-
-use crate::tenant_storm::spec::cpu_ticks;
 
 /// A process tree to watch, by the pid at its root.
 #[derive(Debug, Clone)]
 pub struct Watched {
     pub name: String,
     pub pid: u32,
+    pub role: Role,
+}
+
+/// What a watched tree is, for the report's sums (backend CPU, proxy CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A database server.
+    Server,
+    /// The proxy.
+    Proxy,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Proxy => "proxy",
+        }
+    }
 }
 
 /// One second of one watched tree.
@@ -42,8 +62,8 @@ impl Sampler {
         }
     }
 
-    pub fn names(&self) -> Vec<String> {
-        self.watched.iter().map(|w| w.name.clone()).collect()
+    pub fn watched(&self) -> &[Watched] {
+        &self.watched
     }
 
     /// One sample per watched tree (the first call only sets the baseline
@@ -99,7 +119,7 @@ fn process_table() -> HashMap<u32, Proc> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let (Some(ppid), Some(ticks)) = (parent_of(&stat), cpu_ticks(&stat)) else {
+        let (Some(ppid), Some(ticks)) = (parent_of(&stat), ticks_with_reaped(&stat)) else {
             continue;
         };
         let rss_bytes = std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -141,6 +161,20 @@ fn parent_of(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// User and system CPU ticks of the process and of its children it has
+/// waited for (fields 14–17 of `/proc/PID/stat`; the command name in
+/// parentheses may contain spaces).
+fn ticks_with_reaped(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    // `rest` starts at field 3 (state): utime is field 14.
+    let mut fields = rest.split_whitespace().skip(11);
+    let mut sum = 0u64;
+    for _ in 0..4 {
+        sum = sum.saturating_add(fields.next()?.parse::<i64>().ok()?.max(0) as u64);
+    }
+    Some(sum)
+}
+
 /// `VmRSS` of `/proc/PID/status`, in bytes (the file gives kB).
 fn rss_of(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -154,9 +188,9 @@ mod tests {
 
     #[test]
     fn stat_and_status_fields_are_read() {
-        let stat = "42 (a (weird) name) S 7 42 42 0 -1 4194560 1 0 0 0 15 5 0 0 20 0 1 0 1 1 1";
+        let stat = "42 (a (weird) name) S 7 42 42 0 -1 4194560 1 0 0 0 15 5 30 7 20 0 1 0 1 1 1";
         assert_eq!(parent_of(stat), Some(7));
-        assert_eq!(cpu_ticks(stat), Some(20));
+        assert_eq!(ticks_with_reaped(stat), Some(57), "own and reaped children's");
         assert_eq!(rss_of("Name:\tx\nVmRSS:\t  2048 kB\n"), Some(2048 * 1024));
         assert_eq!(rss_of("Name:\tkthread\n"), None);
     }
@@ -167,6 +201,7 @@ mod tests {
             vec![Watched {
                 name: "self".into(),
                 pid: std::process::id(),
+                role: Role::Proxy,
             }],
             100,
         );
@@ -177,6 +212,7 @@ mod tests {
             vec![Watched {
                 name: "gone".into(),
                 pid: u32::MAX,
+                role: Role::Server,
             }],
             100,
         )

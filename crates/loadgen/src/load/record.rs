@@ -28,6 +28,8 @@ pub struct Second {
     pub procs: Vec<ProcSample>,
     /// Each counted server's client connections (`None`: not answered).
     pub connections: Vec<Option<u64>>,
+    /// Each sampled proxy metric (`None`: not read).
+    pub metrics: Vec<Option<f64>>,
 }
 
 /// Latency percentiles of a histogram, in milliseconds.
@@ -97,6 +99,7 @@ impl Recorder {
                 users: 0,
                 procs: Vec::new(),
                 connections: Vec::new(),
+                metrics: Vec::new(),
             });
         }
         &mut inner.seconds[i]
@@ -127,14 +130,22 @@ impl Recorder {
         }
     }
 
-    /// Notes the users active, the watched processes' samples and the
-    /// counted servers' connections for second `i`.
-    pub fn tick(&self, i: usize, users: u32, procs: Vec<ProcSample>, connections: Vec<Option<u64>>) {
+    /// Notes the users active, the watched processes' samples, the counted
+    /// servers' connections and the proxy's metrics for second `i`.
+    pub fn tick(
+        &self,
+        i: usize,
+        users: u32,
+        procs: Vec<ProcSample>,
+        connections: Vec<Option<u64>>,
+        metrics: Vec<Option<f64>>,
+    ) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let s = Self::second_at(&mut inner, i);
         s.users = users;
         s.procs = procs;
         s.connections = connections;
+        s.metrics = metrics;
     }
 
     /// Requests, failures and percentiles of second `i` so far.
@@ -189,7 +200,7 @@ mod tests {
         r.record(Duration::from_millis(5), Err(Failure::new("42601", "syntax error")));
         r.record(Duration::from_millis(5), Err(Failure::new("42601", "another")));
         r.record(Duration::from_millis(5), Err(Failure::new("connect", "refused")));
-        r.tick(0, 3, Vec::new(), vec![Some(4)]);
+        r.tick(0, 3, Vec::new(), vec![Some(4)], vec![Some(2.0)]);
         let (requests, failures, p) = r.second(0);
         assert_eq!((requests, failures), (8, 3));
         assert!(p.p50 >= 2.9 && p.p50 <= 3.1 && p.max >= 99.0, "{p:?}");
@@ -200,5 +211,6 @@ mod tests {
         assert_eq!(m.failures.get("42601"), Some(&(2, "syntax error".to_string())));
         assert_eq!(m.seconds[0].users, 3);
         assert_eq!(m.seconds[0].connections, [Some(4)]);
+        assert_eq!(m.seconds[0].metrics, [Some(2.0)]);
     }
 }

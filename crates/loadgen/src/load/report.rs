@@ -1,0 +1,206 @@
+//! A finished run's report: the terminal table and the JSON document (the
+//! plan, the summary, the overall latency histogram for exact merging of
+//! rounds, failures by code, and every second with its percentiles, the
+//! watched processes, the counted connections and the proxy's metrics),
+//! which `gatehouse-loadgen report` puts side by side.
+
+use serde_json::{Value, json};
+
+use super::LoadReport;
+use super::record::Percentiles;
+
+impl LoadReport {
+    /// Requests per second over the run.
+    pub fn rps(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.measured.requests as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    pub fn failures(&self) -> u64 {
+        self.measured.failures.values().map(|(n, _)| n).sum()
+    }
+
+    pub fn percentiles(&self) -> Percentiles {
+        Percentiles::of(&self.measured.overall)
+    }
+
+    /// Mean latency of the successful requests, in milliseconds.
+    pub fn mean_ms(&self) -> f64 {
+        if self.measured.overall.is_empty() {
+            0.0
+        } else {
+            self.measured.overall.mean() / 1000.0
+        }
+    }
+
+    /// The terminal summary.
+    pub fn table(&self) -> String {
+        let p = self.percentiles();
+        let tenants = match self.plan.tenants {
+            0 => String::new(),
+            n => format!(", {n} tenants"),
+        };
+        let mut out = format!(
+            "target {} ({}{}): {} users, spawn {}/s, {:?}, think {:?}, {}, {}{}{tenants}\n",
+            self.target,
+            self.engine,
+            self.plan.round.map_or(String::new(), |r| format!(", round {r}")),
+            self.plan.users,
+            self.plan.spawn_rate,
+            self.plan.duration,
+            self.plan.think,
+            if self.plan.connect_each {
+                "connect per request"
+            } else {
+                "one connection per user"
+            },
+            self.plan.auth,
+            if self.plan.tls { " over TLS" } else { "" },
+        );
+        out.push_str(&format!(
+            "requests {} ({:.1}/s) | p50 {:.2} ms | p90 {:.2} ms | p99 {:.2} ms | max {:.2} ms | mean {:.2} ms | failures {}\n",
+            self.measured.requests,
+            self.rps(),
+            p.p50,
+            p.p90,
+            p.p99,
+            p.max,
+            self.mean_ms(),
+            self.failures()
+        ));
+        for (code, (n, first)) in &self.measured.failures {
+            out.push_str(&format!("  failed {n} x {code}: {first}\n"));
+        }
+        for (i, w) in self.watched.iter().enumerate() {
+            let samples: Vec<_> = self.measured.seconds.iter().filter_map(|s| s.procs.get(i)).collect();
+            if samples.is_empty() {
+                continue;
+            }
+            let cpu = samples.iter().map(|s| s.cpu_cores).sum::<f64>() / samples.len() as f64;
+            let rss = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
+            let procs = samples.iter().map(|s| s.processes).max().unwrap_or(0);
+            out.push_str(&format!(
+                "  {} ({}): {cpu:.2} cores on average, peak RSS {:.1} MiB, up to {procs} processes\n",
+                w.name,
+                w.role.as_str(),
+                rss as f64 / (1024.0 * 1024.0)
+            ));
+        }
+        for (i, name) in self.counted.iter().enumerate() {
+            let counts: Vec<u64> = self
+                .measured
+                .seconds
+                .iter()
+                .filter_map(|s| s.connections.get(i).copied().flatten())
+                .collect();
+            if counts.is_empty() {
+                out.push_str(&format!("  {name}: connections not counted (no answer)\n"));
+                continue;
+            }
+            let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+            let peak = counts.iter().max().copied().unwrap_or(0);
+            out.push_str(&format!(
+                "  {name}: {peak} client connections at peak, {mean:.1} on average\n"
+            ));
+        }
+        for (i, name) in self.metrics.iter().enumerate() {
+            let values: Vec<f64> = self
+                .measured
+                .seconds
+                .iter()
+                .filter_map(|s| s.metrics.get(i).copied().flatten())
+                .collect();
+            if let Some(peak) = values.iter().copied().reduce(f64::max) {
+                let mean = values.iter().sum::<f64>() / values.len() as f64;
+                out.push_str(&format!("  {name}: {peak} at peak, {mean:.1} on average\n"));
+            }
+        }
+        out
+    }
+
+    /// The whole run as JSON.
+    pub fn json(&self) -> Value {
+        let p = self.percentiles();
+        let seconds: Vec<Value> = self
+            .measured
+            .seconds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let sp = Percentiles::of(&s.latency);
+                let procs: Vec<Value> = s
+                    .procs
+                    .iter()
+                    .zip(&self.watched)
+                    .map(|(ps, w)| {
+                        json!({
+                            "name": w.name, "role": w.role.as_str(), "cpu_cores": ps.cpu_cores,
+                            "rss_bytes": ps.rss_bytes, "processes": ps.processes,
+                        })
+                    })
+                    .collect();
+                let connections: Vec<Value> = s
+                    .connections
+                    .iter()
+                    .zip(&self.counted)
+                    .map(|(n, name)| json!({ "name": name, "count": n }))
+                    .collect();
+                let metrics: Vec<Value> = s
+                    .metrics
+                    .iter()
+                    .zip(&self.metrics)
+                    .map(|(v, name)| json!({ "name": name, "value": v }))
+                    .collect();
+                json!({
+                    "second": i + 1, "users": s.users, "requests": s.requests, "failures": s.failures,
+                    "p50_ms": sp.p50, "p90_ms": sp.p90, "p99_ms": sp.p99, "max_ms": sp.max, "processes": procs,
+                    "connections": connections, "metrics": metrics,
+                })
+            })
+            .collect();
+        let failures: serde_json::Map<String, Value> = self
+            .measured
+            .failures
+            .iter()
+            .map(|(code, (n, first))| (code.clone(), json!({ "count": n, "first": first })))
+            .collect();
+        let histogram: Vec<[u64; 2]> = self
+            .measured
+            .overall
+            .iter_recorded()
+            .map(|v| [v.value_iterated_to(), v.count_at_value()])
+            .collect();
+        let watched: Vec<Value> = self
+            .watched
+            .iter()
+            .map(|w| json!({ "name": w.name, "role": w.role.as_str() }))
+            .collect();
+        json!({
+            "target": self.target,
+            "engine": self.engine,
+            "round": self.plan.round,
+            "plan": {
+                "users": self.plan.users, "spawn_rate": self.plan.spawn_rate,
+                "duration_s": self.plan.duration.as_secs_f64(), "think_ms": self.plan.think.as_secs_f64() * 1000.0,
+                "connect_each": self.plan.connect_each, "sql": self.plan.sql,
+                "timeout_s": self.plan.timeout.as_secs_f64(), "tenants": self.plan.tenants,
+                "auth": self.plan.auth, "tls": self.plan.tls,
+            },
+            "summary": {
+                "requests": self.measured.requests, "requests_per_second": self.rps(),
+                "failures": self.failures(), "p50_ms": p.p50, "p90_ms": p.p90, "p99_ms": p.p99, "max_ms": p.max,
+                "mean_ms": self.mean_ms(),
+            },
+            "latency_histogram_us": histogram,
+            "failures": failures,
+            "watched": watched,
+            "counted": self.counted,
+            "metrics": self.metrics,
+            "seconds": seconds,
+        })
+    }
+}
