@@ -39,7 +39,7 @@ use super::io::{read_packet, write_packet};
 use crate::auth::Check;
 use crate::config::{ClientAuth, EndpointSettings, MysqlDefaultAuth, Tenant};
 use crate::core::Core;
-use crate::engine::stream::ClientStream;
+use crate::engine::stream::{ClientStream, TlsIo};
 use crate::error::{Condition, ProxyError};
 
 pub const NATIVE: &str = "mysql_native_password";
@@ -145,7 +145,10 @@ pub async fn greet(
             "SSL connection error: SSL is not enabled on this endpoint",
         )
     })?;
-    let Some(Phase { stream, buf, seq, .. }) = phase.take() else {
+    let Some(Phase {
+        stream, mut buf, seq, ..
+    }) = phase.take()
+    else {
         return Err(internal());
     };
     let ClientStream::Plain(tcp) = stream else {
@@ -154,16 +157,16 @@ pub async fn greet(
             "SSLRequest received over TLS",
         ));
     };
-    if !buf.is_empty() {
-        // Bytes sent before the TLS handshake would be spoofable plaintext.
-        return Err(ProxyError::new(
-            Condition::ProtocolViolation,
-            "data sent before the TLS handshake",
-        ));
-    }
-    let tls_stream = TlsAcceptor::from(tls).accept(tcp).await.map_err(|e| {
-        ProxyError::new(Condition::ProtocolViolation, "SSL connection error").with_detail(e.to_string())
-    })?;
+    // What came after the SSLRequest is the start of the TLS handshake
+    // (clients send it at once): the TLS layer reads it first, and nothing
+    // of it reaches the session as plaintext.
+    let early = buf.split();
+    let tls_stream = TlsAcceptor::from(tls)
+        .accept(TlsIo::new(tcp, early))
+        .await
+        .map_err(|e| {
+            ProxyError::new(Condition::ProtocolViolation, "SSL connection error").with_detail(e.to_string())
+        })?;
     *phase = Some(Phase {
         stream: ClientStream::Tls(Box::new(tls_stream)),
         buf,

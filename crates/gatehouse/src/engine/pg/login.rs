@@ -15,7 +15,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::auth::Check;
 use crate::config::{ClientAuth, EndpointSettings, TenantAuth};
-use crate::engine::stream::ClientStream;
+use crate::engine::stream::{ClientStream, TlsIo};
 use crate::error::{Condition, ProxyError};
 
 /// `PG_MAX_AUTH_TOKEN_LENGTH` (src/include/libpq/auth.h): the largest
@@ -99,7 +99,7 @@ pub async fn negotiate(
                 let Some(ClientStream::Plain(tcp)) = stream.take() else {
                     return Ok(None);
                 };
-                match TlsAcceptor::from(tls).accept(tcp).await {
+                match TlsAcceptor::from(tls).accept(TlsIo::new(tcp, BytesMut::new())).await {
                     Ok(t) => *stream = Some(ClientStream::Tls(Box::new(t))),
                     Err(e) => {
                         tracing::debug!(error = %e, "TLS handshake failed");
