@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod connect_cost;
+mod html;
 mod idle_clients;
 mod load;
 mod report;
@@ -57,6 +58,10 @@ enum Cmd {
     /// a live progress line, then latencies, requests/s and failures by
     /// error code, and the watched processes' CPU and RSS.
     Load(Box<LoadArgs>),
+    /// Runs of `load` side by side in one self-contained HTML page: per
+    /// target (the first the baseline) its rounds merged, ratios, failures
+    /// by code, and charts over time; the summary also as JSON and text.
+    Report(Box<html::ReportArgs>),
 }
 
 #[derive(Args)]
@@ -64,8 +69,10 @@ struct LoadArgs {
     /// `postgres://user:pw@host:port/db`, a libpq `key=value` string, or
     /// `mysql://user:pw@host:port/db`; with --tenants, `{tenant}` in it
     /// stands for each tenant's name (`mysql://{tenant}:pw-{tenant}@h/{tenant}`).
-    #[arg(long)]
-    target: String,
+    /// Repeat for several servers (replicas): each connection goes to a
+    /// random one, as a DNS name over several addresses spreads them.
+    #[arg(long = "target", required = true)]
+    targets: Vec<String>,
     /// The target's name in the report.
     #[arg(long, default_value = "target")]
     name: String,
@@ -298,7 +305,21 @@ fn main() -> Result<ExitCode> {
         }
         Cmd::TenantStorm(args) => tenant_storm_main(*args),
         Cmd::Load(args) => load_main(*args),
+        Cmd::Report(args) => report_main(*args),
     }
+}
+
+fn report_main(args: html::ReportArgs) -> Result<ExitCode> {
+    let runs = html::read_runs(&args.runs)?;
+    let report = html::render(&args.title, &args.config, runs)?;
+    std::fs::write(&args.out, &report.html).with_context(|| format!("writing {}", args.out.display()))?;
+    if let Some(path) = &args.json_out {
+        let text = serde_json::to_string_pretty(&report.summary)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    print!("{}", report.text);
+    println!("report: {}", args.out.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn load_main(args: LoadArgs) -> Result<ExitCode> {
@@ -312,7 +333,16 @@ fn load_main(args: LoadArgs) -> Result<ExitCode> {
         None => load::tenants::Auth::Password,
     };
     let lifetime = Duration::from_secs(args.seconds + args.timeout);
-    let tenants = load::tenants::build(&args.target, args.tenants, tls.as_ref(), &auth, lifetime)?;
+    let mut tenants = Vec::new();
+    for target in &args.targets {
+        tenants.extend(load::tenants::build(
+            target,
+            args.tenants,
+            tls.as_ref(),
+            &auth,
+            lifetime,
+        )?);
+    }
     let sql = load::scenario::Sql::parse(&args.sql)?;
     let plan = load::Plan {
         users: args.users,
