@@ -10,6 +10,7 @@ mod connect_cost;
 mod html;
 mod idle_clients;
 mod load;
+mod relay;
 mod report;
 mod series;
 mod stats;
@@ -62,6 +63,10 @@ enum Cmd {
     /// target (the first the baseline) its rounds merged, ratios, failures
     /// by code, and charts over time; the summary also as JSON and text.
     Report(Box<html::ReportArgs>),
+    /// A TCP relay that delays every chunk by a one-way delay (and
+    /// jitter), each direction in order, so a server on this machine
+    /// answers as one a few milliseconds away; runs until SIGINT/SIGTERM.
+    Relay(relay::RelayArgs),
 }
 
 #[derive(Args)]
@@ -306,7 +311,14 @@ fn main() -> Result<ExitCode> {
         Cmd::TenantStorm(args) => tenant_storm_main(*args),
         Cmd::Load(args) => load_main(*args),
         Cmd::Report(args) => report_main(*args),
+        Cmd::Relay(args) => relay_main(&args),
     }
+}
+
+/// One thread: the relay's work is timers and copies.
+fn relay_main(args: &relay::RelayArgs) -> Result<ExitCode> {
+    runtime(1)?.block_on(relay::serve(args))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report_main(args: html::ReportArgs) -> Result<ExitCode> {

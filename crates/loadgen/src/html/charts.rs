@@ -149,10 +149,23 @@ fn procs_of(run: &Run, role: Option<Role>) -> Vec<String> {
         .collect()
 }
 
-/// The metrics a run declares or sampled.
+/// The metrics a run has a value of in some second (a series the proxy
+/// never exposed during the run, such as pins when nothing pinned, has no
+/// chart).
 fn metrics_of(run: &Run) -> Vec<String> {
-    let sampled = run.seconds.iter().flat_map(|s| &s.metrics).map(|(n, _)| n.clone());
-    run.metrics.iter().cloned().chain(sampled).collect()
+    let mut out: Vec<String> = Vec::new();
+    let sampled = run
+        .seconds
+        .iter()
+        .flat_map(|s| &s.metrics)
+        .filter(|(_, v)| v.is_some())
+        .map(|(n, _)| n);
+    for name in sampled {
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
 }
 
 /// Every chart the runs have data for: latency p50 and p99, requests/s and
@@ -435,12 +448,16 @@ mod tests {
         ];
         let b = vec![second(1, 1, 0, &[("pg", Role::Server, 3.0), ("gh", Role::Proxy, 1.5)])];
         let mut with_metric = run("gatehouse", b);
-        with_metric.metrics = vec!["gatehouse_pool_waiting".to_owned()];
-        with_metric.seconds[0].metrics = vec![("gatehouse_pool_waiting".to_owned(), Some(4.0))];
+        with_metric.metrics = vec!["gatehouse_pool_waiting".to_owned(), "gatehouse_pinned".to_owned()];
+        with_metric.seconds[0].metrics = vec![
+            ("gatehouse_pool_waiting".to_owned(), Some(4.0)),
+            ("gatehouse_pinned".to_owned(), None),
+        ];
         let charts = build(&group(vec![run("gatehouse", a), with_metric]));
         assert_eq!(
             ids(&charts)[4..],
-            ["connections", "cpu", "proxy-rss", "metric-gatehouse_pool_waiting"]
+            ["connections", "cpu", "proxy-rss", "metric-gatehouse_pool_waiting"],
+            "a metric never sampled has no chart"
         );
         let cpu = &charts[5].lines;
         assert_eq!(cpu[0].label, "gatehouse · pg (server)");

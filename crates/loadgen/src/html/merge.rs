@@ -38,7 +38,7 @@ pub struct Cpu {
     /// Cores used, summed over the role's processes each second, averaged
     /// over the seconds.
     pub mean_cores: f64,
-    /// Core-seconds used per 1,000 requests (`None`: no requests).
+    /// Core-seconds used per 1,000 successful requests (`None`: none).
     pub core_s_per_1k: Option<f64>,
 }
 
@@ -109,6 +109,7 @@ pub fn merge(runs: &[&Run]) -> Merged {
         })
         .collect();
     let proxy_rss = per_second(runs, Role::Proxy, |p| p.rss_bytes);
+    let failures: u64 = runs.iter().map(|r| r.summary.failures).sum();
     Merged {
         rounds: runs.len(),
         requests,
@@ -119,12 +120,14 @@ pub fn merge(runs: &[&Run]) -> Merged {
             0.0
         },
         latency: latency(runs),
-        failures: runs.iter().map(|r| r.summary.failures).sum(),
+        failures,
         failures_by_code,
         connections_peak: connections.iter().copied().reduce(f64::max),
         connections_mean: mean(&connections),
-        backend_cpu: cpu(runs, Role::Server, requests),
-        proxy_cpu: cpu(runs, Role::Proxy, requests),
+        // CPU per request done: a refused connection is cheap, and counting
+        // it would flatter the target that refuses.
+        backend_cpu: cpu(runs, Role::Server, requests.saturating_sub(failures)),
+        proxy_cpu: cpu(runs, Role::Proxy, requests.saturating_sub(failures)),
         proxy_rss_peak_bytes: proxy_rss.into_iter().reduce(f64::max),
     }
 }

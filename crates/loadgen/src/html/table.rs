@@ -97,7 +97,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         id: "backend_cpu_core_s_per_1k",
-        label: "backend CPU per 1,000 requests",
+        label: "backend CPU per 1,000 successful requests",
         unit: Unit::CoreSeconds,
         value: |m| m.backend_cpu.as_ref().and_then(|c| c.core_s_per_1k),
     },
@@ -109,7 +109,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         id: "proxy_cpu_core_s_per_1k",
-        label: "proxy CPU per 1,000 requests",
+        label: "proxy CPU per 1,000 successful requests",
         unit: Unit::CoreSeconds,
         value: |m| m.proxy_cpu.as_ref().and_then(|c| c.core_s_per_1k),
     },
