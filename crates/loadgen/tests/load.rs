@@ -6,49 +6,14 @@
 //! pattern; and a failing statement
 //! counted by the server's own error code.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, ensure};
 use gatehouse_testkit::{Cluster, Options};
 use serde_json::Value;
 
-/// Removes the cluster directory when the test ends (declared before the
-/// cluster, so it is dropped after the servers have stopped).
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The pid in the first line of a server's pid file.
-fn pid_in(file: &Path) -> Result<u32> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    text.lines()
-        .next()
-        .context("empty pid file")?
-        .trim()
-        .parse()
-        .context("pid")
-}
-
-/// Runs `gatehouse-loadgen load` with `args`; its exit success and the JSON
-/// report.
-fn load(dir: &Path, name: &str, args: &[&str]) -> Result<(bool, Value)> {
-    let json = dir.join(format!("{name}.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse-loadgen"))
-        .arg("load")
-        .args(["--name", name, "--quiet", "--json"])
-        .arg(&json)
-        .args(args)
-        .output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).with_context(|| format!("{text}"))?)?;
-    Ok((out.status.success(), report))
-}
+mod common;
+use common::{TempDir, load, pid_in};
 
 /// What every successful run must show: requests each second, none failed,
 /// ordered percentiles, all users started, the server's tree sampled.

@@ -8,13 +8,14 @@
 //! its module.)
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail, ensure};
 use gatehouse_testkit::{Cluster, Options};
-use serde_json::Value;
+
+mod common;
+use common::{TempDir, load};
 
 /// One-way delay the relay adds.
 const DELAY_MS: u64 = 20;
@@ -22,16 +23,6 @@ const DELAY_MS: u64 = 20;
 /// SASL offer, client-first → server-first, client-final → server-final and
 /// ready, the query → its rows and ready.
 const CONNECT_QUERY_ROUND_TRIPS: u64 = 4;
-
-/// Removes the directory when the test ends (declared before the cluster,
-/// so it is dropped after the servers have stopped).
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The relay process, killed if the test ends without stopping it.
 struct Relay {
@@ -83,21 +74,6 @@ impl Drop for Relay {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Runs `gatehouse-loadgen load` with `args`; its exit success and the JSON
-/// report.
-fn load(dir: &Path, name: &str, args: &[&str]) -> Result<(bool, Value)> {
-    let json = dir.join(format!("{name}.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse-loadgen"))
-        .arg("load")
-        .args(["--name", name, "--quiet", "--json"])
-        .arg(&json)
-        .args(args)
-        .output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).with_context(|| format!("{text}"))?)?;
-    Ok((out.status.success(), report))
 }
 
 #[test]

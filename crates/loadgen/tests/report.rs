@@ -4,7 +4,7 @@
 //! whose script must find data drawn in every chart.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,30 +12,12 @@ use anyhow::{Context, Result, bail, ensure};
 use gatehouse_testkit::{Cluster, Options};
 use serde_json::Value;
 
+mod common;
+use common::{TempDir, pid_in};
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// Chromium gets this long to load the page and print its DOM.
 const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// Removes the directory when the test ends (declared before the cluster,
-/// so it is dropped after the servers have stopped).
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The pid in the first line of a server's pid file.
-fn pid_in(file: &Path) -> Result<u32> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    text.lines()
-        .next()
-        .context("empty pid file")?
-        .trim()
-        .parse()
-        .context("pid")
-}
 
 /// Runs the binary with `args`; fails with its output unless it succeeds.
 fn loadgen(args: &[&str]) -> Result<String> {

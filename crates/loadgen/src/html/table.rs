@@ -42,6 +42,12 @@ pub const KEYS: &[Key] = &[
         value: |m| Some(m.requests_per_second),
     },
     Key {
+        id: "succeeded_per_second",
+        label: "successful requests/s",
+        unit: Unit::PerSecond,
+        value: |m| (m.duration_s > 0.0).then(|| m.requests.saturating_sub(m.failures) as f64 / m.duration_s),
+    },
+    Key {
         id: "p50_ms",
         label: "p50",
         unit: Unit::Ms,
