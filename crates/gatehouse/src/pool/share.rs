@@ -1,6 +1,9 @@
 //! What all pools on one backend share: a cap on connections, a percentage
 //! of the server's own `max_connections` (so the proxy never takes every
-//! slot the server has), and a cap on how many of them may sit idle.
+//! slot the server has), and a cap on how many of them may sit idle. While
+//! a pool waits for a place under the cap, no connection of another pool
+//! stays idle on this backend: it is closed as it comes back, and its
+//! place goes to the first waiter.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -24,7 +27,25 @@ pub struct BackendShare {
     slots: OnceLock<(Capacity, u32)>,
     max_idle: AtomicUsize,
     idle: AtomicUsize,
+    /// Leases waiting for a place under the cap now.
+    waiting: AtomicUsize,
     make_room: MakeRoom,
+}
+
+/// Counts one waiter while it waits (a cancelled wait included).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl BackendShare {
@@ -36,6 +57,7 @@ impl BackendShare {
             slots: OnceLock::new(),
             max_idle: AtomicUsize::new(usize::MAX),
             idle: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             make_room,
         };
         share.learn_server_max(server_max);
@@ -98,7 +120,14 @@ impl BackendShare {
                 break;
             }
         }
-        match tokio::time::timeout_at(deadline, sem.clone().acquire_owned()).await {
+        let waited = {
+            let _waiting = Waiting::new(&self.waiting);
+            // A connection may have gone idle between the last try and
+            // the count above; room made now goes to this wait.
+            (self.make_room)();
+            tokio::time::timeout_at(deadline, sem.clone().acquire_owned()).await
+        };
+        match waited {
             Ok(Ok(p)) => Ok(Some(p)),
             _ => Err(ProxyError::new(
                 Condition::TooManyConnections,
@@ -112,8 +141,12 @@ impl BackendShare {
     }
 
     /// A connection becomes idle; false if that would exceed the idle cap
-    /// (the caller then closes it).
+    /// or a lease waits for a place on this backend (the caller then
+    /// closes it, and the place goes to the first waiter).
     pub fn idle_entered(&self) -> bool {
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            return false;
+        }
         let max = self.max_idle.load(Ordering::Relaxed);
         let mut current = self.idle.load(Ordering::Relaxed);
         loop {

@@ -15,6 +15,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("limits::per_tenant_client_limit", tenant_limit),
         ("limits::statement_mode_refuses_transaction_blocks", statement_mode),
         ("limits::per_tenant_backend_connections", tenant_backend_cap),
+        (
+            "limits::a_lease_waiting_for_the_backend_share_gets_the_place_another_pool_gives_back",
+            share_handover,
+        ),
     ]
 }
 
@@ -137,6 +141,48 @@ fn tenant_backend_cap(ctx: &Ctx) -> Result<()> {
             x?;
             y?;
         }
+        Ok(())
+    })
+}
+
+/// Connections the "pct" cluster may open to its backend: 1 % of the
+/// test server's `max_connections` (400).
+const PCT_CAP: usize = 4;
+
+/// The "pct" cluster may open [`PCT_CAP`] connections to its backend, with
+/// a borrow timeout of 1 s. Alice's sessions (pool app1) hold them all in
+/// open transactions; bob (pool app2) waits for a place; one of alice's
+/// transactions ends 200 ms later. Its connection must not stay idle in
+/// alice's pool while bob waits: it is closed and bob's lease opens a
+/// connection in its place, well before the timeout.
+fn share_handover(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        // Bob logs in first: a login may need a backend connection too.
+        let b = ctx.client("pct", "bob", "bob-pw", "app2").await?;
+        let mut alice = Vec::new();
+        for _ in 0..PCT_CAP {
+            let c = ctx.client("pct", "alice", "alice-pw", "app1").await?;
+            c.batch_execute("BEGIN; SELECT 1")
+                .await
+                .context("alice's transaction")?;
+            alice.push(c);
+        }
+        let waiting = tokio::spawn(async move { b.simple_query("SELECT current_database()").await.map(drop) });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ensure!(
+            !waiting.is_finished(),
+            "bob's lease did not wait: the share is not full"
+        );
+        alice[0].batch_execute("COMMIT").await.context("alice's commit")?;
+        waiting
+            .await?
+            .context("bob's lease was not given the place alice's pool gave back")?;
+        // Alice's other sessions still hold their connections; her next
+        // transaction gets a place again once bob's has ended.
+        for c in &alice[1..] {
+            c.batch_execute("COMMIT").await.context("alice's other commits")?;
+        }
+        alice[0].simple_query("SELECT 1").await.context("alice's next")?;
         Ok(())
     })
 }
