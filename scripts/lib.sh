@@ -5,7 +5,7 @@
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gatehouse-target}"
 export PATH="$HOME/.cargo/bin:$PATH"
 
-GH_PACKAGES=(postgresql-15 postgresql-client-15 mariadb-server mariadb-client pgbouncer sysbench openssl chromium jq)
+GH_PACKAGES=(postgresql-15 postgresql-client-15 mariadb-server mariadb-client pgbouncer sysbench openssl chromium jq curl)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
