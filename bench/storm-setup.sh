@@ -4,8 +4,8 @@
 # optionally STORM_DIR / STORM_MAX_CONNECTIONS set): a primary and two
 # replicas with TLS and their shipped max_connections, the tenants (a user,
 # a database and mytable2 each), Gatehouse with a read_only endpoint over
-# both replicas, and the load's arguments: `common` (the load, the
-# sampling), `direct` and `through` (each target's connection strings and
+# both replicas, and the load's arguments: `common` (the load but its
+# SQL, the sampling), `direct` and `through` (each target's connection strings and
 # credentials). Sets DIR, REPLICAS, GH_PROXY_PID, GH_PROXY_PORT,
 # GH_ADMIN_PORT, MAXCONN, and a trap that stops the proxy and the servers.
 if [ "$ENGINE" = mysql ]; then
@@ -169,9 +169,8 @@ GH_PROXY_PID=$!
 wait_port 127.0.0.1 "$GH_PROXY_PORT"
 
 # The same load and the same sampling for both targets.
-SQL='SELECT * FROM mytable2 WHERE id IN ({ids:5:1000})'
 common=(--tenants "$TENANTS" --users "$USERS" --spawn-rate "$SPAWN" --seconds "$SECS" --think-ms "$THINK"
-  --connect-each --sql "$SQL" --tls-ca "$GH_TLS_CA" --clk-tck "$TCK" --max-failure-rate 1
+  --connect-each --tls-ca "$GH_TLS_CA" --clk-tck "$TCK" --max-failure-rate 1
   --watch-proxy "gatehouse=$GH_PROXY_PID" --metrics "127.0.0.1:$GH_ADMIN_PORT")
 direct=()
 for r in "${REPLICAS[@]}"; do

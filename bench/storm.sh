@@ -59,6 +59,7 @@ MAXPCT=${STORM_MAX_CONNECTIONS_PERCENT:-90}
 IDLEPCT=${STORM_MAX_IDLE_PERCENT:-50}
 # shellcheck source=bench/storm-setup.sh
 source bench/storm-setup.sh
+SQL='SELECT * FROM mytable2 WHERE id IN ({ids:5:1000})'
 
 
 log "storm: $TENANTS tenants, $USERS users spawned at $SPAWN/s, think ${THINK} ms, ${SECS} s per target, $ROUNDS round(s)"
@@ -66,7 +67,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for target in direct gatehouse; do
     if [ "$target" = direct ]; then args=("${direct[@]}"); else args=("${through[@]}"); fi
     log "round $round: $target"
-    "$LOADGEN" load --name "$target" --round "$round" "${args[@]}" "${common[@]}" \
+    "$LOADGEN" load --name "$target" --round "$round" "${args[@]}" "${common[@]}" --sql "$SQL" \
       --json "$DIR/runs/$target-$round.json" | tee "$DIR/runs/$target-$round.txt"
     # Let the servers close what the run left (TIME_WAIT, exiting backends).
     sleep 5
