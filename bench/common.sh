@@ -7,6 +7,8 @@ BENCH_OWNER=bench_owner
 BENCH_OWNER_PW=bench-owner-pw
 BENCH_TENANT=bench
 BENCH_TENANT_PW=bench-tenant-pw
+# sysbench_detail runs sysbench under this when a script sets it.
+SB_OBSERVE=()
 
 # Builds the release binaries once.
 build_release() {
@@ -34,6 +36,25 @@ cluster_up() {
   "${su[@]}" -c "CREATE DATABASE $BENCH_DB OWNER $BENCH_OWNER"
   PGPASSWORD=$BENCH_OWNER_PW pgbench -i -q -s "$scale" -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$BENCH_OWNER" "$BENCH_DB" >/dev/null 2>&1
   unset PGPASSWORD
+}
+
+# pg_replicas_caught_up ROWS PORT...: waits (60 s at most) until each
+# replica on PORT has replayed the primary's WAL as of now, then checks that
+# the bench owner sees ROWS rows in pgbench_accounts there.
+pg_replicas_caught_up() {
+  local rows=$1 lsn p i seen
+  shift
+  local su=(psql -X -q -At -h 127.0.0.1 -U "$GH_PG_USER" -d postgres)
+  lsn=$(PGPASSWORD=$GH_PG_PASSWORD "${su[@]}" -p "$GH_PG_PRIMARY_PORT" -c "SELECT pg_current_wal_lsn()")
+  for p in "$@"; do
+    for ((i = 0; i < 600; i++)); do
+      [ "$(PGPASSWORD=$GH_PG_PASSWORD "${su[@]}" -p "$p" -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn")" = t ] && break
+      sleep 0.1
+    done
+    seen=$(PGPASSWORD=$BENCH_OWNER_PW psql -X -q -At -h 127.0.0.1 -p "$p" -U "$BENCH_OWNER" -d "$BENCH_DB" \
+      -c "SELECT count(*) FROM pgbench_accounts")
+    [ "$seen" = "$rows" ] || { echo "replica on port $p has $seen rows in pgbench_accounts, not $rows" >&2; exit 1; }
+  done
 }
 
 # start_gatehouse DIR POOL_SIZE MODE [ENGINE]: writes a config (one
@@ -210,11 +231,18 @@ pgbouncer_use_verifier() {
 # LATENCY_MS ERRORS CLIENT_CPU_S" from its summary and sysbench's own CPU
 # seconds (user+system), STATUS being "ok", or "failed" when sysbench exited
 # non-zero (a thread hit an error it does not ignore) or counted no
-# transaction.
+# transaction. With SB_OBSERVE set (an array: `gatehouse-loadgen observe`
+# and its options), sysbench runs under it with a report every second and
+# its latency histogram, and the client CPU includes the sampler's.
 sysbench_detail() {
   local outfile=$1 status=ok TIMEFORMAT='%U %S'
   shift
-  { time sysbench "$@" run >"$outfile" 2>&1; } 2>"$outfile.time" || status=failed
+  if ((${#SB_OBSERVE[@]})); then
+    { time "${SB_OBSERVE[@]}" --log "$outfile" -- sysbench "$@" --report-interval=1 --histogram=on run \
+      >"$outfile.observe" 2>&1; } 2>"$outfile.time" || status=failed
+  else
+    { time sysbench "$@" run >"$outfile" 2>&1; } 2>"$outfile.time" || status=failed
+  fi
   awk -v status="$status" -v cpu="$(awk '{ print $1 + $2 }' "$outfile.time")" '
     $1 == "transactions:" { tx = $2; tps = $3; sub(/^\(/, "", tps) }
     $1 == "queries:" { q = $2; qps = $3; sub(/^\(/, "", qps) }

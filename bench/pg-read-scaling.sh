@@ -97,16 +97,7 @@ su_psql() { PGPASSWORD=$GH_PG_PASSWORD psql -X -q -At -h 127.0.0.1 -p "$1" -U "$
 
 # The replicas have replayed everything the primary wrote (pgbench -i), and
 # the bench owner sees the tables there.
-lsn=$(su_psql "$P0" postgres "SELECT pg_current_wal_lsn()")
-for p in "${REPLICA_PORTS[@]}"; do
-  for ((i = 0; i < 600; i++)); do
-    [ "$(su_psql "$p" postgres "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn")" = t ] && break
-    sleep 0.1
-  done
-  rows=$(PGPASSWORD=$BENCH_OWNER_PW psql -X -q -At -h 127.0.0.1 -p "$p" -U "$BENCH_OWNER" -d "$BENCH_DB" \
-    -c "SELECT count(*) FROM pgbench_accounts")
-  [ "$rows" = $((SCALE * 100000)) ] || { echo "replica on port $p has $rows rows in pgbench_accounts" >&2; exit 1; }
-done
+pg_replicas_caught_up $((SCALE * 100000)) "${REPLICA_PORTS[@]}"
 # The postmasters, for their CPU (and their children's).
 PM=()
 for n in 1 2 3; do

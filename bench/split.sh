@@ -9,7 +9,7 @@
 # read-only to the least busy replica and everything else (writes, explicit
 # BEGIN blocks not declared READ ONLY, anything unknown) to the writer.
 #
-# Per run: sysbench's transactions/s, queries/s, average and 95th
+# Per run: sysbench's transactions/s, queries/s, average and 99th
 # percentile latency and ignored errors; per server (primary, replica1,
 # replica2) its share of the SELECTs run (delta of SHOW GLOBAL STATUS
 # Com_select over the run: what each server executed, whoever sent it) and
@@ -102,7 +102,7 @@ cleanup() {
 trap cleanup EXIT
 
 SB_COMMON=(--mysql-host=127.0.0.1 --mysql-db="$BENCH_DB" --mysql-ssl=off --tables="$TABLES"
-  --table-size="$TABLE_SIZE" --db-ps-mode="$PS_MODE" --report-interval=0 --skip_trx="$SKIP_TRX")
+  --table-size="$TABLE_SIZE" --db-ps-mode="$PS_MODE" --skip_trx="$SKIP_TRX")
 # Without transactions, a thread's DELETE + INSERT of an id races another's
 # on the same id (duplicate key, 1062): ignored (and counted) like
 # sysbench's default deadlocks and lock waits.
@@ -163,6 +163,19 @@ PORTS=()
 for n in "${SERVERS[@]}"; do
   p="GH_${n^^}_PORT"
   PORTS+=("${!p}")
+done
+# What each recorded run samples once a second (gatehouse-loadgen observe
+# around sysbench): every server's CPU, RSS and client connections, and
+# through the proxy its routing by why.
+TCK=$(getconf CLK_TCK)
+OBSERVE_SERVERS=()
+OBSERVE_METRICS=(--metric gatehouse_client_connections --metric 'gatehouse_pool_connections{state="leased"}')
+for i in "${!SERVERS[@]}"; do
+  name=${SERVERS[i]}
+  [ "$i" = 0 ] && name=primary || name=replica$i
+  OBSERVE_SERVERS+=(--watch "$name=${PIDS[i]}"
+    --count-connections "$name=mysql://$GH_MYSQL_USER:$GH_MYSQL_PASSWORD@127.0.0.1:${PORTS[i]}/mysql")
+  OBSERVE_METRICS+=(--metric "gatehouse_backend_leases{backend=\"127.0.0.1:${PORTS[i]}\"}")
 done
 MARIADB_VERSION=$(my_sql "$GH_MYSQL_PRIMARY" "SELECT VERSION()")
 log "MariaDB $MARIADB_VERSION, $(sysbench --version), replicas caught up in ${catchup}s"
@@ -292,7 +305,7 @@ target_of() {
 # run_one WORKLOAD THREADS TARGET ROUND: one sysbench run, appended to
 # $results as (columns)
 #   1 workload 2 threads 3 target 4 round 5 status 6 tps 7 transactions 8 qps
-#   9 queries 10 latency_ms 11 p95_ms 12 errors 13 sysbench_reads
+#   9 queries 10 latency_ms 11 p99_ms 12 errors 13 sysbench_reads
 #   14 sysbench_writes 15-17 Com_select (primary, replica1, replica2)
 #   18-20 Com_insert+update+delete (same) 21-23 mariadbd CPU s (same)
 #   24 proxy CPU s ("-" direct) 25 replicas' catch-up s after the run
@@ -305,17 +318,22 @@ run_one() {
   target_of "$target"
   local f="$DIR/runs/$w-t$t-$target-r$r" c0 c1 k0 k1 r0 r1
   local status tps tx qps q lat err sbcpu m0 m1 t0 t1
+  SB_OBSERVE=("$LOADGEN" observe --name "$target" --round "$r" --json "$f.json" --quiet --clk-tck "$TCK"
+    "${OBSERVE_SERVERS[@]}")
+  [ -n "$pid" ] && SB_OBSERVE+=(--watch-proxy "gatehouse=$pid" --metrics "127.0.0.1:$ADMIN_PORT"
+    --metrics-token "$ADMIN_TOKEN" "${OBSERVE_METRICS[@]}")
   c0=$(server_counts) r0=$(routed_counts) k0=$(cpus)
   m0=$(machine_cpu_seconds) t0=${EPOCHREALTIME/./}
   read -r status tps tx qps q lat err sbcpu < <(sysbench_detail "$f.log" "oltp_$w" "${SB_COMMON[@]}" \
     --mysql-port="$port" --mysql-user="$user" --mysql-password="$pw" --threads="$t" --time="$SECS" \
-    --percentile=95)
+    --percentile=99)
+  SB_OBSERVE=()
   t1=${EPOCHREALTIME/./} m1=$(machine_cpu_seconds)
   k1=$(cpus) r1=$(routed_counts) c1=$(server_counts)
-  local catch p95 reads writes
+  local catch p99 reads writes
   catch=$(wait_replicas)
-  read -r p95 reads writes < <(awk '
-    $1 == "95th" { p = $3 } $1 == "read:" { r = $2 } $1 == "write:" { w = $2 }
+  read -r p99 reads writes < <(awk '
+    $1 == "99th" { p = $3 } $1 == "read:" { r = $2 } $1 == "write:" { w = $2 }
     END { printf "%s %d %d\n", (p == "" ? 0 : p), r, w }' "$f.log")
   local deltas
   deltas=$(awk -v c0="$c0" -v c1="$c1" -v k0="$k0" -v k1="$k1" -v r0="$r0" -v r1="$r1" -v direct="$([ -z "$pid" ] && echo 1)" \
@@ -338,9 +356,9 @@ run_one() {
   # (the catch-up time sits between the CPU and the routed columns)
   local d
   read -r -a d <<<"$deltas"
-  echo "$w $t $target $r $status $tps $tx $qps $q $lat $p95 $err $reads $writes ${d[*]:0:10} $catch ${d[*]:10:13}" >>"$results"
+  echo "$w $t $target $r $status $tps $tx $qps $q $lat $p99 $err $reads $writes ${d[*]:0:10} $catch ${d[*]:10:13}" >>"$results"
   if [ "$status" = ok ]; then
-    log "$w threads=$t round=$r $target: $tps tps, $qps qps, ${lat} ms (p95 $p95), $err ignored errors; Com_select primary/replica1/replica2 ${d[0]}/${d[1]}/${d[2]}; user writes ${d[18]}/${d[19]}/${d[20]}; CPU s ${d[6]}/${d[7]}/${d[8]}, proxy ${d[9]}; routed writer/reader/fallback/ryw ${d[10]}/${d[11]}/${d[12]}/${d[13]}; replicas caught up in ${catch}s; busy cores ${d[21]} (other ${d[22]})"
+    log "$w threads=$t round=$r $target: $tps tps, $qps qps, ${lat} ms (p99 $p99), $err ignored errors; Com_select primary/replica1/replica2 ${d[0]}/${d[1]}/${d[2]}; user writes ${d[18]}/${d[19]}/${d[20]}; CPU s ${d[6]}/${d[7]}/${d[8]}, proxy ${d[9]}; routed writer/reader/fallback/ryw ${d[10]}/${d[11]}/${d[12]}/${d[13]}; replicas caught up in ${catch}s; busy cores ${d[21]} (other ${d[22]})"
   else
     log "$w threads=$t round=$r $target: FAILED ($(grep -m1 -i 'error\|fatal' "$f.log" || tail -1 "$f.log"))"
   fi
@@ -391,8 +409,8 @@ report() {
   echo "pool $POOL per backend, ${GH_WORKER_THREADS:-1} worker thread(s); targets: ${TARGETS[*]} (direct = the primary);"
   echo "${SECS}s x $ROUNDS rounds per cell, means; * = some rounds failed (mean of the others); failed = all rounds failed"
   echo
-  echo "Throughput, latency (ms per transaction: average, 95th percentile), sysbench's ignored errors (all rounds)"
-  printf '%-10s %7s %-6s | %8s %9s %6s | %8s %8s | %5s\n' workload threads target TPS QPS "/dir" "lat avg" "lat p95" errors
+  echo "Throughput, latency (ms per transaction: average, 99th percentile), sysbench's ignored errors (all rounds)"
+  printf '%-10s %7s %-6s | %8s %9s %6s | %8s %8s | %5s\n' workload threads target TPS QPS "/dir" "lat avg" "lat p99" errors
   for cell in "${cells[@]}"; do
     read -r w t <<<"$cell"
     local td
@@ -477,3 +495,30 @@ report() {
   echo "total time $((SECONDS - started)) s; raw runs: $results, sysbench output in $DIR/runs/, proxy config $DIR/gatehouse.toml"
 }
 report | tee "$DIR/report.txt"
+
+# One HTML report per workload and thread count: the targets side by side
+# (direct the baseline), from the runs observe sampled.
+MACHINE="$(nproc) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+pages=()
+for cell in "${cells[@]}"; do
+  read -r w t <<<"$cell"
+  runs=()
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for target in "${TARGETS[@]}"; do
+      f="$DIR/runs/$w-t$t-$target-r$r.json"
+      [ -s "$f" ] && runs+=("$f")
+    done
+  done
+  ((${#runs[@]})) || continue
+  "$LOADGEN" report --title "Read/write split: sysbench oltp_$w, $t threads (MariaDB)" \
+    --out "$DIR/$w-t$t.html" --json-out "$DIR/$w-t$t.json" \
+    --config "machine=$MACHINE" \
+    --config "servers=MariaDB $MARIADB_VERSION, a primary and $REPLICAS replicas (GTID, row-based binlog)" \
+    --config "load=$(sysbench --version) oltp_$w, $t threads, $TABLES tables of $TABLE_SIZE rows, ps-mode $PS_MODE, skip_trx $SKIP_TRX, ${SECS} s per run, $ROUNDS round(s)" \
+    --config "direct=the primary, bench_owner's password" \
+    --config "split=a split endpoint over the primary and both replicas, transaction pooling, pool $POOL per backend, read_your_writes $RYW" \
+    --config "rw=a read_write endpoint over the same cluster and pool" \
+    "${runs[@]}" >"$DIR/$w-t$t.txt"
+  pages+=("$DIR/$w-t$t.html")
+done
+echo "HTML reports: ${pages[*]}"

@@ -8,6 +8,20 @@
 # SQL, the sampling), `direct` and `through` (each target's connection strings and
 # credentials). Sets DIR, REPLICAS, GH_PROXY_PID, GH_PROXY_PORT,
 # GH_ADMIN_PORT, MAXCONN, and a trap that stops the proxy and the servers.
+# It checks ENGINE, installs what is missing and builds the binaries first.
+case "$ENGINE" in
+mysql | postgres) ;;
+*)
+  echo "usage: $0 mysql|postgres" >&2
+  exit 2
+  ;;
+esac
+source scripts/lib.sh
+source bench/common.sh
+ensure_packages
+ensure_rust
+build_release
+
 if [ "$ENGINE" = mysql ]; then
   MAXCONN=${STORM_MAX_CONNECTIONS:-151}
 else

@@ -33,19 +33,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENGINE=${1:-mysql}
-case "$ENGINE" in
-mysql | postgres) ;;
-*)
-  echo "usage: $0 mysql|postgres" >&2
-  exit 2
-  ;;
-esac
-source scripts/lib.sh
-source bench/common.sh
-ensure_packages
-ensure_rust
-build_release
-
 TENANTS=${STORM_TENANTS:-200}
 USERS=${STORM_USERS:-1000}
 SPAWN=${STORM_SPAWN_RATE:-10}

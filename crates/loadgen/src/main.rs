@@ -1,34 +1,27 @@
-//! `gatehouse-loadgen` CLI: parse the command line, run the requested
-//! "proxy versus direct" experiment against real servers, print the report
-//! (and optionally write it as JSON), and set the exit status; or generate a
-//! load (many idle clients) for the benchmark scripts to measure; or run
-//! the load engine (`load`: virtual users against any connection string).
+//! `gatehouse-loadgen` CLI: the load engine (`load`: virtual users against
+//! any connection string), the same sampling around a load tool users
+//! already run (`observe`: sysbench, pgbench), the side-by-side report of
+//! their runs (`report`), a latency-adding relay (`relay`), and many idle
+//! clients for the benchmark scripts to measure (`idle-clients`); parses
+//! the command line and sets the exit status.
 
 #![forbid(unsafe_code)]
 
-mod connect_cost;
 mod html;
 mod idle_clients;
 mod load;
+mod observe;
 mod relay;
-mod report;
-mod series;
-mod stats;
-mod target;
-mod tenant_storm;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use crate::report::Report;
-use crate::target::Target;
-
-/// A run fails when more than this fraction of any row's iterations failed.
+/// A run fails when more than this fraction of its requests failed.
 const MAX_FAILURE_RATE: f64 = 0.10;
 
 #[derive(Parser)]
@@ -43,16 +36,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Cost of a full connect (startup+auth, SELECT 1, close) and of one
-    /// prepared SELECT 1 on an open connection, per PostgreSQL target.
-    ConnectCost(ConnectCostArgs),
     /// Open many authenticated connections (SELECT 1 on each), hold them
     /// idle for a while, then close them.
     IdleClients(Box<IdleClientsArgs>),
-    /// Many tenants, each with its own database: virtual users connect as a
-    /// random tenant, run SELECT current_database(), and disconnect, as fast
-    /// as they can for a fixed time, per target.
-    TenantStorm(Box<TenantStormArgs>),
     /// Virtual users spawned at a rate up to a count, each looping one
     /// request (a query on its connection, or connect-query-disconnect)
     /// with think time, against any PostgreSQL or MySQL connection string;
@@ -67,6 +53,12 @@ enum Cmd {
     /// jitter), each direction in order, so a server on this machine
     /// answers as one a few milliseconds away; runs until SIGINT/SIGTERM.
     Relay(relay::RelayArgs),
+    /// An external load tool as the load (sysbench with
+    /// `--report-interval=1`, pgbench with `-P 1`), its output parsed
+    /// second by second while the watched processes, counted connections
+    /// and proxy metrics are sampled as `load` samples them; writes the
+    /// same JSON run, for `report`. Exits with the command's status.
+    Observe(Box<ObserveArgs>),
 }
 
 #[derive(Args)]
@@ -78,6 +70,10 @@ struct LoadArgs {
     /// random one, as a DNS name over several addresses spreads them.
     #[arg(long = "target", required = true)]
     targets: Vec<String>,
+    /// SECS=URL: a target that joins the others from second SECS of the
+    /// run on, as a replica added mid-run joins a DNS name; repeat.
+    #[arg(long = "target-from", value_name = "SECS=URL", value_parser = parse_target_from)]
+    targets_from: Vec<(u64, String)>,
     /// The target's name in the report.
     #[arg(long, default_value = "target")]
     name: String,
@@ -88,8 +84,8 @@ struct LoadArgs {
     /// ISSUER,AUDIENCE,HS256_SECRET_FILE: log in with a token minted per
     /// tenant (subject its user, database its database) before the run,
     /// instead of the target's password.
-    #[arg(long, value_name = "ISSUER,AUDIENCE,FILE", value_parser = parse_token_spec)]
-    token: Option<tenant_storm::spec::TokenSpec>,
+    #[arg(long, value_name = "ISSUER,AUDIENCE,FILE", value_parser = load::tenants::TokenSpec::parse)]
+    token: Option<load::tenants::TokenSpec>,
     /// Connect with TLS, the server's certificate verified against the CA
     /// certificates in FILE (PEM).
     #[arg(long, value_name = "FILE")]
@@ -119,33 +115,8 @@ struct LoadArgs {
     /// Seconds before a request counts as failed (`timeout`).
     #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
-    /// NAME=PID: sample this process and its descendants once a second
-    /// (CPU, RSS); repeat.
-    #[arg(long = "watch", value_name = "NAME=PID", value_parser = tenant_storm::spec::parse_pid)]
-    watch: Vec<(String, u32)>,
-    /// NAME=PID: as --watch, for the proxy (reported as proxy CPU and RSS,
-    /// not backend).
-    #[arg(long = "watch-proxy", value_name = "NAME=PID", value_parser = tenant_storm::spec::parse_pid)]
-    watch_proxy: Vec<(String, u32)>,
-    /// HOST:PORT of the proxy's admin API: read its /metrics once a second.
-    #[arg(long, value_name = "HOST:PORT")]
-    metrics: Option<String>,
-    /// A series of the proxy's metrics to sample, `name` or
-    /// `name{label="value"}`, summed over its other labels; repeat
-    /// (default: clients, pool connections leased and idle, leases, pinned
-    /// and waiting sessions).
-    #[arg(long = "metric", value_name = "SERIES")]
-    metric: Vec<String>,
-    /// The admin API's bearer token, if it requires one.
-    #[arg(long, value_name = "TOKEN")]
-    metrics_token: Option<String>,
-    /// NAME=URL: count this server's client connections once a second,
-    /// over a connection of its own (URL as --target); repeat.
-    #[arg(long = "count-connections", value_name = "NAME=URL", value_parser = tenant_storm::spec::parse_named)]
-    count_connections: Vec<(String, String)>,
-    /// Clock ticks per second in /proc/PID/stat (`getconf CLK_TCK`).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
-    clk_tck: u64,
+    #[command(flatten)]
+    watch: WatchArgs,
     /// Worker threads of the client.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     threads: u32,
@@ -158,90 +129,6 @@ struct LoadArgs {
     /// Exit with failure when more than this fraction of requests failed.
     #[arg(long, default_value_t = MAX_FAILURE_RATE)]
     max_failure_rate: f64,
-}
-
-#[derive(Args)]
-struct TenantStormArgs {
-    /// NAME=CONNINFO_TEMPLATE: a libpq key=value string where `{tenant}` is
-    /// replaced by the tenant name (`user={tenant} dbname={tenant}`); repeat.
-    /// The first target is the baseline.
-    #[arg(long = "target", value_name = "NAME=TEMPLATE", required = true,
-          value_parser = tenant_storm::spec::parse_target)]
-    targets: Vec<(String, String)>,
-    /// NAME=TEMPLATE: the target's clients log in with this password
-    /// (`pw-{tenant}`).
-    #[arg(long = "target-password", value_name = "NAME=TEMPLATE",
-          value_parser = tenant_storm::spec::parse_named)]
-    passwords: Vec<(String, String)>,
-    /// NAME=ISSUER,AUDIENCE,HS256_SECRET_FILE: the target's clients log in
-    /// with a token (sub = user, db = database), one minted per tenant
-    /// before the run and valid for all of it.
-    #[arg(long = "target-token", value_name = "NAME=ISSUER,AUDIENCE,FILE",
-          value_parser = tenant_storm::spec::parse_token)]
-    tokens: Vec<(String, tenant_storm::spec::TokenSpec)>,
-    /// NAME=PID: report this process's CPU per 1,000 connections while the
-    /// target runs (the proxy in front of it).
-    #[arg(long = "target-pid", value_name = "NAME=PID",
-          value_parser = tenant_storm::spec::parse_pid)]
-    pids: Vec<(String, u32)>,
-    /// Tenants t000, t001, ...
-    #[arg(long, default_value_t = 200,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    tenants: u32,
-    /// Concurrent virtual users.
-    #[arg(long, default_value_t = 50,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    clients: u32,
-    /// Duration of each target's phase, per round.
-    #[arg(long, value_name = "SECS", default_value_t = 30,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    seconds: u64,
-    /// Rounds; targets alternate within each (A B A B).
-    #[arg(long, default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    rounds: u32,
-    /// Seconds to pause after each phase.
-    #[arg(long, value_name = "SECS", default_value_t = 2)]
-    pause: u64,
-    /// Seconds before one connect+query+close attempt counts as failed.
-    #[arg(long, value_name = "SECS", default_value_t = 10,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    attempt_timeout: u64,
-    /// Worker threads of the client (1: a single-threaded runtime).
-    #[arg(long, default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=64))]
-    threads: u32,
-    /// Keep FILE holding the running phase (`NAME ROUND`), `idle` between
-    /// phases and `done` at the end, for outside samplers.
-    #[arg(long, value_name = "FILE")]
-    phase_file: Option<PathBuf>,
-    /// Clock ticks per second in /proc/PID/stat (`getconf CLK_TCK`).
-    #[arg(long, default_value_t = 100,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    clk_tck: u64,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
-#[derive(Args)]
-struct ConnectCostArgs {
-    /// NAME=CONNINFO (libpq key=value string); repeat. The first target is
-    /// the baseline the others are compared to.
-    #[arg(long = "target", value_name = "NAME=CONNINFO", required = true,
-          value_parser = target::parse_target)]
-    targets: Vec<Target>,
-    /// Sequential iterations per measurement, per target, per round.
-    #[arg(long, default_value_t = 1000,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    iterations: u32,
-    /// Round-robin rounds over the targets; samples are pooled across rounds.
-    #[arg(long, default_value_t = 2,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    rounds: u32,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -271,20 +158,9 @@ fn parse_conninfo(raw: &str) -> Result<tokio_postgres::Config, String> {
 
 fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
-    // connect-cost and idle-clients run on one thread: sequential latency
-    // measurements avoid cross-thread wakeups,
-    // and idle clients need little CPU once their (client-side) auth is done.
+    // idle-clients runs on one thread: idle clients need little CPU once
+    // their (client-side) auth is done.
     match cli.cmd {
-        Cmd::ConnectCost(args) => {
-            check_unique(&args.targets)?;
-            let settings = connect_cost::Settings {
-                iterations: args.iterations,
-                rounds: args.rounds,
-            };
-            let report = runtime(1)?.block_on(connect_cost::run(&args.targets, &settings))?;
-            emit(&report, args.json.as_ref())?;
-            Ok(report_status(&report))
-        }
         Cmd::IdleClients(args) => {
             let settings = idle_clients::Settings {
                 config: args.target,
@@ -308,10 +184,10 @@ fn main() -> Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
-        Cmd::TenantStorm(args) => tenant_storm_main(*args),
         Cmd::Load(args) => load_main(*args),
         Cmd::Report(args) => report_main(*args),
         Cmd::Relay(args) => relay_main(&args),
+        Cmd::Observe(args) => observe_main(*args),
     }
 }
 
@@ -346,14 +222,17 @@ fn load_main(args: LoadArgs) -> Result<ExitCode> {
     };
     let lifetime = Duration::from_secs(args.seconds + args.timeout);
     let mut tenants = Vec::new();
-    for target in &args.targets {
-        tenants.extend(load::tenants::build(
-            target,
-            args.tenants,
-            tls.as_ref(),
-            &auth,
-            lifetime,
-        )?);
+    let joining = args
+        .targets
+        .iter()
+        .map(|t| (0, t))
+        .chain(args.targets_from.iter().map(|(s, t)| (*s, t)));
+    for (from, target) in joining {
+        let mut built = load::tenants::build(target, args.tenants, tls.as_ref(), &auth, lifetime)?;
+        for t in &mut built {
+            t.from = Duration::from_secs(from);
+        }
+        tenants.extend(built);
     }
     let sql = load::scenario::Sql::parse(&args.sql)?;
     let plan = load::Plan {
@@ -368,42 +247,9 @@ fn load_main(args: LoadArgs) -> Result<ExitCode> {
         auth: auth.name(),
         tls: tls.is_some(),
         round: args.round,
+        targets_added_at: args.targets_from.iter().map(|(s, _)| *s).collect(),
     };
-    let roles = [
-        (args.watch, load::procs::Role::Server),
-        (args.watch_proxy, load::procs::Role::Proxy),
-    ];
-    let watched = roles
-        .into_iter()
-        .flat_map(|(list, role)| {
-            list.into_iter()
-                .map(move |(name, pid)| load::procs::Watched { name, pid, role })
-        })
-        .collect();
-    let mut servers = Vec::new();
-    for (name, url) in args.count_connections {
-        servers.push(load::conns::Counted::new(name, load::client::Target::parse(&url)?));
-    }
-    let scraper = match &args.metrics {
-        Some(address) => {
-            let names: Vec<String> = if args.metric.is_empty() {
-                load::metrics::DEFAULT_SERIES.iter().map(|s| s.to_string()).collect()
-            } else {
-                args.metric.clone()
-            };
-            let series = names
-                .iter()
-                .map(|n| load::metrics::Series::parse(n))
-                .collect::<Result<Vec<_>>>()?;
-            Some(load::metrics::Scraper::new(address, args.metrics_token.clone(), series))
-        }
-        None => None,
-    };
-    let watch = load::Watch {
-        processes: load::procs::Sampler::new(watched, args.clk_tck),
-        servers,
-        metrics: scraper,
-    };
+    let watch = args.watch.build()?;
     let report = runtime(args.threads)?.block_on(load::run(&args.name, tenants, sql, plan, watch, !args.quiet));
     print!("{}", report.table());
     if let Some(path) = &args.json {
@@ -422,41 +268,6 @@ fn load_main(args: LoadArgs) -> Result<ExitCode> {
     })
 }
 
-fn tenant_storm_main(args: TenantStormArgs) -> Result<ExitCode> {
-    let specs = tenant_storm::spec::assemble(args.targets, args.passwords, args.tokens, args.pids)
-        .map_err(anyhow::Error::msg)?;
-    let settings = tenant_storm::Settings {
-        tenants: args.tenants,
-        clients: args.clients,
-        duration: Duration::from_secs(args.seconds),
-        rounds: args.rounds,
-        pause: Duration::from_secs(args.pause),
-        attempt_timeout: Duration::from_secs(args.attempt_timeout),
-        phase_file: args.phase_file,
-        clk_tck: args.clk_tck,
-    };
-    let targets = tenant_storm::prepare(specs, &settings)?;
-    let report = runtime(args.threads)?.block_on(tenant_storm::run(&targets, &settings))?;
-    print!("{}", report.render_text());
-    if let Some(path) = &args.json {
-        std::fs::write(path, report.render_json()).with_context(|| format!("writing {}", path.display()))?;
-    }
-    let mut status = ExitCode::SUCCESS;
-    for row in &report.rows {
-        if row.series.failure_rate() > MAX_FAILURE_RATE || row.series.samples.len() == 0 {
-            eprintln!(
-                "error: {}: {}/{} attempts failed (over {:.0}%, or none succeeded)",
-                row.target,
-                row.series.errors,
-                row.series.attempts,
-                MAX_FAILURE_RATE * 100.0
-            );
-            status = ExitCode::FAILURE;
-        }
-    }
-    Ok(status)
-}
-
 /// A tokio runtime: single-threaded for 1, else with `threads` workers.
 fn runtime(threads: u32) -> Result<tokio::runtime::Runtime> {
     if threads <= 1 {
@@ -470,44 +281,160 @@ fn runtime(threads: u32) -> Result<tokio::runtime::Runtime> {
     .context("building tokio runtime")
 }
 
-/// Print the rows failing too often; failure status when there are any.
-fn report_status(report: &Report) -> ExitCode {
-    let failing = report.failing_rows(MAX_FAILURE_RATE);
-    for row in &failing {
-        eprintln!(
-            "error: {} {}: {}/{} iterations failed (over {:.0}%)",
-            row.target,
-            row.measurement,
-            row.series.errors,
-            row.series.attempts,
-            MAX_FAILURE_RATE * 100.0
-        );
+/// `NAME=VALUE`, split at the first `=`; the name must be non-empty and
+/// without whitespace. Used as a clap value parser, hence the `String` error.
+fn parse_named(raw: &str) -> Result<(String, String), String> {
+    let (name, value) = raw.split_once('=').ok_or_else(|| "expected NAME=VALUE".to_string())?;
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!("invalid name {name:?}"));
     }
-    if failing.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    Ok((name.to_string(), value.to_string()))
 }
 
-fn check_unique(targets: &[Target]) -> Result<()> {
-    for (i, t) in targets.iter().enumerate() {
-        if targets[..i].iter().any(|o| o.name == t.name) {
-            bail!("target name {:?} given twice", t.name);
+/// `SECS=URL`: a target joining at second SECS.
+fn parse_target_from(raw: &str) -> Result<(u64, String), String> {
+    let (secs, url) = raw.split_once('=').ok_or_else(|| "expected SECS=URL".to_string())?;
+    let secs = secs
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| format!("{secs:?} is not a whole number of seconds"))?;
+    if url.is_empty() {
+        return Err("the URL is empty".to_string());
+    }
+    Ok((secs, url.to_string()))
+}
+
+/// `NAME=PID`.
+fn parse_pid(raw: &str) -> Result<(String, u32), String> {
+    let (name, value) = parse_named(raw)?;
+    let pid = value
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| format!("{name}: {value:?} is not a process id"))?;
+    Ok((name, pid))
+}
+
+#[derive(Args)]
+struct ObserveArgs {
+    /// The target's name in the report.
+    #[arg(long)]
+    name: String,
+    /// The round of an experiment this run is (in the report).
+    #[arg(long)]
+    round: Option<u32>,
+    /// Also write the run, second by second, as JSON to FILE (the format
+    /// of `load --json`, for `report`).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Copy every line the command prints (stdout and stderr) to FILE;
+    /// without it, its output is read and dropped.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    #[command(flatten)]
+    watch: WatchArgs,
+    /// No progress line.
+    #[arg(long)]
+    quiet: bool,
+    /// The load tool's command, after `--`: sysbench with
+    /// `--report-interval=1` (and `--histogram=on` for percentiles), or
+    /// pgbench with `-P 1`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// What a run samples once a second besides its requests: the options
+/// `load` and `observe` share, with the same meaning.
+#[derive(Args)]
+struct WatchArgs {
+    /// NAME=PID: sample this process and its descendants once a second
+    /// (CPU, RSS); repeat.
+    #[arg(long = "watch", value_name = "NAME=PID", value_parser = parse_pid)]
+    watch: Vec<(String, u32)>,
+    /// NAME=PID: as --watch, for the proxy (reported as proxy CPU and RSS,
+    /// not backend).
+    #[arg(long = "watch-proxy", value_name = "NAME=PID", value_parser = parse_pid)]
+    watch_proxy: Vec<(String, u32)>,
+    /// HOST:PORT of the proxy's admin API: read its /metrics once a second.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<String>,
+    /// A series of the proxy's metrics to sample, `name` or
+    /// `name{label="value"}`, summed over its other labels; repeat
+    /// (default: clients, pool connections leased and idle, leases, pinned
+    /// and waiting sessions).
+    #[arg(long = "metric", value_name = "SERIES")]
+    metric: Vec<String>,
+    /// The admin API's bearer token, if it requires one.
+    #[arg(long, value_name = "TOKEN")]
+    metrics_token: Option<String>,
+    /// NAME=URL: count this server's client connections once a second,
+    /// over a connection of its own (a postgres:// or mysql:// URL, or a
+    /// libpq key=value string); repeat.
+    #[arg(long = "count-connections", value_name = "NAME=URL", value_parser = parse_named)]
+    count_connections: Vec<(String, String)>,
+    /// Clock ticks per second in /proc/PID/stat (`getconf CLK_TCK`).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    clk_tck: u64,
+}
+
+impl WatchArgs {
+    /// The processes, servers and proxy metrics to sample, as `load_main`
+    /// builds them.
+    fn build(self) -> Result<load::Watch> {
+        let roles = [
+            (self.watch, load::procs::Role::Server),
+            (self.watch_proxy, load::procs::Role::Proxy),
+        ];
+        let watched = roles
+            .into_iter()
+            .flat_map(|(list, role)| {
+                list.into_iter()
+                    .map(move |(name, pid)| load::procs::Watched { name, pid, role })
+            })
+            .collect();
+        let mut servers = Vec::new();
+        for (name, url) in self.count_connections {
+            servers.push(load::conns::Counted::new(name, load::client::Target::parse(&url)?));
         }
+        let metrics = match &self.metrics {
+            Some(address) => {
+                let names: Vec<String> = if self.metric.is_empty() {
+                    load::metrics::DEFAULT_SERIES.iter().map(|s| s.to_string()).collect()
+                } else {
+                    self.metric
+                };
+                let series = names
+                    .iter()
+                    .map(|n| load::metrics::Series::parse(n))
+                    .collect::<Result<Vec<_>>>()?;
+                Some(load::metrics::Scraper::new(address, self.metrics_token, series))
+            }
+            None => None,
+        };
+        Ok(load::Watch {
+            processes: load::procs::Sampler::new(watched, self.clk_tck),
+            servers,
+            metrics,
+        })
     }
-    Ok(())
 }
 
-fn emit(report: &Report, json: Option<&PathBuf>) -> Result<()> {
-    print!("{}", report.render_text());
-    if let Some(path) = json {
-        std::fs::write(path, report::json::render(report)).with_context(|| format!("writing {}", path.display()))?;
+/// Runs the tool, writes the JSON and the summary; the exit status is the
+/// command's (1 when it printed no per-second line).
+fn observe_main(args: ObserveArgs) -> Result<ExitCode> {
+    let settings = observe::Settings {
+        name: args.name,
+        round: args.round,
+        command: args.command,
+        log: args.log,
+        progress: !args.quiet,
+    };
+    let watch = args.watch.build()?;
+    let observed = runtime(2)?.block_on(observe::run(settings, watch))?;
+    print!("{}", observed.table());
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&observed.json())?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
-    Ok(())
-}
-
-/// `--token ISSUER,AUDIENCE,HS256_SECRET_FILE` (clap's value parser).
-fn parse_token_spec(raw: &str) -> Result<tenant_storm::spec::TokenSpec, String> {
-    tenant_storm::spec::parse_token(&format!("token={raw}")).map(|(_, spec)| spec)
+    Ok(ExitCode::from(observed.exit_code()))
 }

@@ -3,8 +3,9 @@
 //! a rate, every second of the run in the JSON report with its requests,
 //! percentiles, the watched server's process tree and its client
 //! connections counted, for both the persistent and the connect-per-request
-//! pattern; and a failing statement
-//! counted by the server's own error code.
+//! pattern; a target joining mid-run (`--target-from`) reached only from
+//! its second on; and a failing statement counted by the server's own
+//! error code.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -103,6 +104,50 @@ fn load_runs_against_postgres_and_mariadb_with_each_second_reported() -> Result<
                 ensure!(last["count"].as_u64() >= Some(6), "{run}: {last}");
             }
         }
+        // A target that joins at second 2 (nothing listens there): no
+        // request reaches it before, and some after.
+        let gone = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+        let joining = url.replacen(
+            &format!("@{}", if name == "pg" { pg.addr() } else { my.addr() }),
+            &format!("@{gone}"),
+            1,
+        );
+        ensure!(joining != *url, "{name}: {joining}");
+        let from = format!("2={joining}");
+        let (_, report) = load(
+            &tmp.0,
+            &format!("{name}-joining"),
+            &[
+                "--target",
+                url,
+                "--target-from",
+                &from,
+                "--users",
+                "4",
+                "--spawn-rate",
+                "0",
+                "--seconds",
+                "4",
+                "--think-ms",
+                "20",
+                "--connect-each",
+            ],
+        )?;
+        let seconds = report["seconds"].as_array().context("seconds")?;
+        let failed = |i: usize| seconds.get(i).and_then(|s| s["failures"].as_u64());
+        ensure!(
+            failed(0) == Some(0) && failed(1) == Some(0),
+            "{name}: failures before the target joined: {seconds:?}"
+        );
+        ensure!(
+            failed(2) > Some(0) && failed(3) > Some(0),
+            "{name}: the joined target had no request: {seconds:?}"
+        );
+        ensure!(
+            report["plan"]["targets_added_at_s"] == serde_json::json!([2]),
+            "{name}: {}",
+            report["plan"]
+        );
         // A statement the server refuses: counted by its own code, and the
         // run fails.
         let (ok, report) = load(

@@ -169,9 +169,11 @@ fn metrics_of(run: &Run) -> Vec<String> {
 }
 
 /// Every chart the runs have data for: latency p50 and p99, requests/s and
-/// failures/s always; connections when servers were counted; CPU when
-/// processes were watched; proxy RSS when one is a proxy; one per proxy
-/// metric sampled.
+/// failures/s always (a second whose percentile is not known, as with a
+/// load tool that gives only a mean, has no point); the mean latency when
+/// some second has one (`observe` around pgbench); connections when
+/// servers were counted; CPU when processes were watched; proxy RSS when
+/// one is a proxy; one per proxy metric sampled.
 pub fn build(targets: &[Target]) -> Vec<Chart> {
     let chart = |id: &str, title: &str, caption: &str, y_desc: &str, lines| Chart {
         id: id.to_owned(),
@@ -180,7 +182,7 @@ pub fn build(targets: &[Target]) -> Vec<Chart> {
         y_desc: y_desc.to_owned(),
         lines,
     };
-    let answered = |s: &Second, v: f64| (s.successes() > 0).then_some(v);
+    let answered = |s: &Second, v: Option<f64>| v.filter(|_| s.successes() > 0);
     let mut charts = vec![
         chart(
             "latency-p50",
@@ -211,6 +213,18 @@ pub fn build(targets: &[Target]) -> Vec<Chart> {
             per_round(targets, |s| Some(s.failures as f64)),
         ),
     ];
+    if any_run(targets, |r| r.seconds.iter().any(|s| s.mean_ms.is_some())) {
+        charts.insert(
+            2,
+            chart(
+                "latency-mean",
+                "Latency mean",
+                "Mean latency of the requests that succeeded in each second, where the run gives it; a line per target and round.",
+                "ms",
+                per_round(targets, |s| answered(s, s.mean_ms)),
+            ),
+        );
+    }
     let names = |s: &Second, f: fn(&super::run::Proc) -> f64, role: Option<Role>| -> Vec<(String, Option<f64>)> {
         s.processes
             .iter()
@@ -394,8 +408,8 @@ mod tests {
             second: n,
             requests,
             failures,
-            p50_ms: n as f64,
-            p99_ms: 10.0 * n as f64,
+            p50_ms: Some(n as f64),
+            p99_ms: Some(10.0 * n as f64),
             processes: procs
                 .iter()
                 .map(|&(name, role, cpu_cores)| Proc {
@@ -438,6 +452,36 @@ mod tests {
         assert_eq!(p99[0].points, [(1.0, 10.0)], "second 2 had no success");
         assert_eq!(charts[3].lines[0].points, [(1.0, 0.0), (2.0, 3.0)]);
         assert_ne!(p99[0].color, p99[1].color);
+    }
+
+    #[test]
+    fn unknown_percentiles_draw_no_point_and_a_known_mean_gets_its_chart() {
+        let mut tool = vec![second(1, 5, 0, &[]), second(2, 5, 0, &[]), second(3, 0, 0, &[])];
+        for s in &mut tool {
+            (s.p50_ms, s.p99_ms, s.mean_ms) = (None, None, Some(2.0));
+        }
+        tool[1].p99_ms = Some(7.0);
+        let charts = build(&group(vec![run("pgbench", tool)]));
+        assert_eq!(
+            ids(&charts),
+            [
+                "latency-p50",
+                "latency-p99",
+                "latency-mean",
+                "requests",
+                "failures",
+                "connections"
+            ]
+        );
+        assert!(charts[0].lines[0].points.is_empty(), "{:?}", charts[0].lines);
+        assert_eq!(charts[1].lines[0].points, [(2.0, 7.0)]);
+        assert_eq!(
+            charts[2].lines[0].points,
+            [(1.0, 2.0), (2.0, 2.0)],
+            "no success, no point"
+        );
+        let load = build(&group(vec![run("load", vec![second(1, 5, 0, &[])])]));
+        assert!(!ids(&load).contains(&"latency-mean"));
     }
 
     #[test]

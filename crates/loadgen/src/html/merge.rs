@@ -20,13 +20,15 @@ pub struct Target {
     pub merged: Merged,
 }
 
-/// Latency of successful requests over all rounds, in milliseconds.
+/// Latency of successful requests over all rounds, in milliseconds; `None`
+/// when no round knows it (no successful request, or a load tool that
+/// gives no such number).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Latency {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
     pub mean: Option<f64>,
     /// From the merged histograms (else the median of the rounds' values).
     pub exact: bool,
@@ -175,7 +177,7 @@ fn cpu(runs: &[&Run], role: Role, requests: u64) -> Option<Cpu> {
 
 /// Percentiles from the rounds' histograms added up, when every round has
 /// one; else the median of the rounds' own values (of the rounds with a
-/// successful request), and the highest maximum.
+/// successful request that give the value), and the highest maximum.
 fn latency(runs: &[&Run]) -> Latency {
     let histograms: Option<Vec<&Vec<(u64, u64)>>> = runs.iter().map(|r| r.histogram.as_ref()).collect();
     if let Some(histograms) = histograms.filter(|h| !h.is_empty()) {
@@ -191,12 +193,12 @@ fn latency(runs: &[&Run]) -> Latency {
         .iter()
         .filter(|r| r.summary.requests > r.summary.failures)
         .collect();
-    let med = |f: fn(&Run) -> f64| median(answered.iter().map(|r| f(r)).collect()).unwrap_or(0.0);
+    let med = |f: fn(&Run) -> Option<f64>| median(answered.iter().filter_map(|r| f(r)).collect());
     Latency {
         p50: med(|r| r.summary.p50_ms),
         p90: med(|r| r.summary.p90_ms),
         p99: med(|r| r.summary.p99_ms),
-        max: answered.iter().map(|r| r.summary.max_ms).fold(0.0, f64::max),
+        max: answered.iter().filter_map(|r| r.summary.max_ms).reduce(f64::max),
         mean: median(answered.iter().filter_map(|r| r.summary.mean_ms).collect()),
         exact: false,
     }
@@ -204,7 +206,7 @@ fn latency(runs: &[&Run]) -> Latency {
 
 /// Percentiles (nearest rank: the smallest value with at least
 /// ceil(q × total) values at or below it), maximum and mean, in ms, of a
-/// histogram of microseconds.
+/// histogram of microseconds (all `None` when it is empty).
 pub fn from_histogram(h: &BTreeMap<u64, u64>) -> Latency {
     let total: u64 = h.values().sum();
     if total == 0 {
@@ -227,10 +229,10 @@ pub fn from_histogram(h: &BTreeMap<u64, u64>) -> Latency {
     };
     let sum: f64 = h.iter().map(|(&v, &n)| v as f64 * n as f64).sum();
     Latency {
-        p50: at(0.50),
-        p90: at(0.90),
-        p99: at(0.99),
-        max: h.iter().rev().find(|(_, n)| **n > 0).map_or(0.0, |(&v, _)| ms(v)),
+        p50: Some(at(0.50)),
+        p90: Some(at(0.90)),
+        p99: Some(at(0.99)),
+        max: h.iter().rev().find(|(_, n)| **n > 0).map(|(&v, _)| ms(v)),
         mean: Some(sum / total as f64 / 1000.0),
         exact: true,
     }
@@ -287,13 +289,16 @@ mod tests {
     fn rounds_merge_their_histograms_exactly() {
         let mut a = run("t", 100, 10.0);
         a.histogram = Some((1..=100).map(|ms| (ms * 1000, 1)).collect());
-        a.summary.p50_ms = 999.0;
+        a.summary.p50_ms = Some(999.0);
         let mut b = run("t", 100, 10.0);
         b.histogram = Some(vec![(200_000, 100)]);
         let m = merge(&[&a, &b]);
         // 200 values: 1..=100 ms once each, then 200 ms a hundred times.
-        assert_eq!((m.latency.p50, m.latency.p90, m.latency.p99), (100.0, 200.0, 200.0));
-        assert_eq!(m.latency.max, 200.0);
+        assert_eq!(
+            (m.latency.p50, m.latency.p90, m.latency.p99),
+            (Some(100.0), Some(200.0), Some(200.0))
+        );
+        assert_eq!(m.latency.max, Some(200.0));
         assert_eq!(m.latency.mean, Some((5050.0 + 20_000.0) / 200.0));
         assert!(m.latency.exact);
         assert_eq!((m.requests, m.requests_per_second), (200, 10.0));
@@ -305,8 +310,8 @@ mod tests {
             .iter()
             .map(|&(p50, max)| {
                 let mut r = run("t", 10, 1.0);
-                r.summary.p50_ms = p50;
-                r.summary.max_ms = max;
+                r.summary.p50_ms = Some(p50);
+                r.summary.max_ms = Some(max);
                 r
             })
             .collect();
@@ -314,8 +319,24 @@ mod tests {
         failed.summary.failures = 5;
         let refs: Vec<&Run> = runs.iter().chain([&failed]).collect();
         let m = merge(&refs);
-        assert_eq!((m.latency.p50, m.latency.max, m.latency.exact), (2.0, 50.0, false));
+        assert_eq!(
+            (m.latency.p50, m.latency.max, m.latency.exact),
+            (Some(2.0), Some(50.0), false)
+        );
         assert_eq!(m.latency.mean, None);
+    }
+
+    #[test]
+    fn a_percentile_no_round_gives_stays_unknown() {
+        // pgbench: a mean, no percentile, no maximum; one round with a p99.
+        let mut a = run("t", 10, 1.0);
+        a.summary.mean_ms = Some(1.5);
+        let mut b = a.clone();
+        b.summary.p99_ms = Some(4.0);
+        let m = merge(&[&a, &b]);
+        assert_eq!((m.latency.p50, m.latency.p99, m.latency.max), (None, Some(4.0), None));
+        assert_eq!(m.latency.mean, Some(1.5));
+        assert_eq!(from_histogram(&BTreeMap::new()).p50, None);
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! One `load` run as the report reads it: the JSON that `gatehouse-loadgen
-//! load --json` writes, parsed into plain values. Fields added after the
-//! first version (`round`, `mean_ms`, `latency_histogram_us`, `watched`,
-//! process roles, `metrics`) are optional; anything else missing is an
-//! error naming the field.
+//! One run as the report reads it: the JSON that `gatehouse-loadgen load
+//! --json` (or `observe --json`, around sysbench or pgbench) writes, parsed
+//! into plain values. Fields added after the first version (`round`,
+//! `mean_ms`, `latency_histogram_us`, `watched`, process roles, `metrics`)
+//! are optional, and so are the latency percentiles and maximum, of the
+//! run and of each second (a tool that does not give one leaves it out:
+//! absent, never 0); anything else missing is an error naming the field.
 
 use std::collections::BTreeMap;
 
@@ -30,16 +32,17 @@ impl Role {
     }
 }
 
-/// The run's summary, as `load` computed it.
+/// The run's summary, as `load` (or `observe`) computed it; a latency the
+/// run does not know is `None`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
     pub requests: u64,
     pub requests_per_second: f64,
     pub failures: u64,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
     pub mean_ms: Option<f64>,
 }
 
@@ -59,8 +62,12 @@ pub struct Second {
     pub users: u64,
     pub requests: u64,
     pub failures: u64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
+    /// Percentiles of the second's successful requests (`None`: not known,
+    /// as for a tool that reports only a mean or another percentile).
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Mean latency of the second, when written (pgbench's progress).
+    pub mean_ms: Option<f64>,
     pub processes: Vec<Proc>,
     /// Each counted server's client connections (`None`: no answer).
     pub connections: Vec<(String, Option<f64>)>,
@@ -171,10 +178,10 @@ impl Run {
             requests: count(s, "requests")?,
             requests_per_second: num(s, "requests_per_second")?,
             failures: count(s, "failures")?,
-            p50_ms: num(s, "p50_ms")?,
-            p90_ms: num(s, "p90_ms")?,
-            p99_ms: num(s, "p99_ms")?,
-            max_ms: num(s, "max_ms")?,
+            p50_ms: opt_num(s, "p50_ms"),
+            p90_ms: opt_num(s, "p90_ms"),
+            p99_ms: opt_num(s, "p99_ms"),
+            max_ms: opt_num(s, "max_ms"),
             mean_ms: opt_num(s, "mean_ms"),
         };
         let histogram = match v.get("latency_histogram_us") {
@@ -264,8 +271,9 @@ fn parse_second(sec: &Value, i: usize, watched: &[(String, Role)]) -> Result<Sec
         users: opt_num(sec, "users").unwrap_or(0.0) as u64,
         requests: count(sec, "requests")?,
         failures: count(sec, "failures")?,
-        p50_ms: opt_num(sec, "p50_ms").unwrap_or(0.0),
-        p99_ms: opt_num(sec, "p99_ms").unwrap_or(0.0),
+        p50_ms: opt_num(sec, "p50_ms"),
+        p99_ms: opt_num(sec, "p99_ms"),
+        mean_ms: opt_num(sec, "mean_ms"),
         processes,
         connections: named("connections", "count")?,
         metrics: named("metrics", "value")?,
@@ -337,6 +345,24 @@ pub(crate) mod tests {
         assert_eq!(roles, [Role::Proxy, Role::Proxy]);
         assert_eq!(run.seconds[1].processes[0].role, Role::Server);
         assert_eq!(run.seconds[0].metrics, [("gatehouse_pool_size".to_owned(), Some(7.0))]);
+        Ok(())
+    }
+
+    #[test]
+    fn percentiles_a_run_does_not_know_are_none_not_zero() -> Result<()> {
+        let mut v = today();
+        for key in ["p50_ms", "p90_ms", "p99_ms", "max_ms"] {
+            v["summary"].as_object_mut().map(|o| o.remove(key));
+        }
+        v["seconds"][0].as_object_mut().map(|o| o.remove("p50_ms"));
+        v["seconds"][0]["p99_ms"] = Value::Null;
+        v["seconds"][1]["mean_ms"] = json!(2.5);
+        let run = Run::parse(&v, "e.json")?;
+        let s = &run.summary;
+        assert_eq!((s.p50_ms, s.p90_ms, s.p99_ms, s.max_ms), (None, None, None, None));
+        assert_eq!((run.seconds[0].p50_ms, run.seconds[0].p99_ms), (None, None));
+        assert_eq!((run.seconds[1].p99_ms, run.seconds[1].mean_ms), (Some(3.0), Some(2.5)));
+        assert_eq!(run.seconds[0].mean_ms, None);
         Ok(())
     }
 

@@ -66,6 +66,8 @@ pub struct Plan {
     pub tls: bool,
     /// The round of an experiment this run is, if one.
     pub round: Option<u32>,
+    /// Seconds into the run at which targets were added (`--target-from`).
+    pub targets_added_at: Vec<u64>,
 }
 
 /// A finished run.
@@ -89,9 +91,18 @@ pub struct Watch {
     pub metrics: Option<metrics::Scraper>,
 }
 
-/// Runs `plan` against `target` (named `name` in the report), sampling
+/// Runs `plan` against `tenants` (named `name` in the report), sampling
 /// `watch` and printing a progress line once a second when `progress`.
-pub async fn run(name: &str, tenants: Vec<Tenant>, sql: Sql, plan: Plan, watch: Watch, progress: bool) -> LoadReport {
+/// Each request picks among the tenants whose `from` has passed.
+pub async fn run(
+    name: &str,
+    mut tenants: Vec<Tenant>,
+    sql: Sql,
+    plan: Plan,
+    watch: Watch,
+    progress: bool,
+) -> LoadReport {
+    tenants.sort_by_key(|t| t.from);
     let Watch {
         processes: mut sampler,
         servers: mut counted,
@@ -126,6 +137,7 @@ pub async fn run(name: &str, tenants: Vec<Tenant>, sql: Sql, plan: Plan, watch: 
                 }
                 tokio::time::sleep_until(at.into()).await;
                 let user = User {
+                    start,
                     tenants: tenants.clone(),
                     recorder: recorder.clone(),
                     sql: sql.clone(),
@@ -192,6 +204,8 @@ pub async fn run(name: &str, tenants: Vec<Tenant>, sql: Sql, plan: Plan, watch: 
 
 /// One virtual user.
 struct User {
+    start: Instant,
+    /// Ordered by `from` ([`run`]'s contract).
     tenants: Arc<Vec<Tenant>>,
     recorder: Arc<Recorder>,
     sql: Arc<Sql>,
@@ -245,8 +259,11 @@ impl User {
         }
     }
 
+    /// A random tenant among those that have joined by now.
     fn pick(&mut self) -> usize {
-        self.rng.gen_range(0..self.tenants.len().max(1))
+        let now = self.start.elapsed();
+        let joined = self.tenants.partition_point(|t| t.from <= now);
+        self.rng.gen_range(0..joined.max(1))
     }
 
     async fn request(&self, conn: &mut Option<Conn>, tenant: usize, sql: &str) -> Result<(), Failure> {

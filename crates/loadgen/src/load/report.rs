@@ -7,7 +7,39 @@
 use serde_json::{Value, json};
 
 use super::LoadReport;
+use super::procs::{ProcSample, Watched};
 use super::record::Percentiles;
+
+/// One second's samples as the run's JSON has them, each with its name:
+/// the watched processes, the counted servers' connections and the proxy's
+/// metrics (shared with `observe`).
+pub fn sampled_json(
+    (procs, watched): (&[ProcSample], &[Watched]),
+    (connections, counted): (&[Option<u64>], &[String]),
+    (metrics, names): (&[Option<f64>], &[String]),
+) -> [Value; 3] {
+    let procs = procs
+        .iter()
+        .zip(watched)
+        .map(|(ps, w)| {
+            json!({
+                "name": w.name, "role": w.role.as_str(), "cpu_cores": ps.cpu_cores,
+                "rss_bytes": ps.rss_bytes, "processes": ps.processes,
+            })
+        })
+        .collect();
+    let connections = connections
+        .iter()
+        .zip(counted)
+        .map(|(n, name)| json!({ "name": name, "count": n }))
+        .collect();
+    let metrics = metrics
+        .iter()
+        .zip(names)
+        .map(|(v, name)| json!({ "name": name, "value": v }))
+        .collect();
+    [Value::Array(procs), Value::Array(connections), Value::Array(metrics)]
+}
 
 impl LoadReport {
     /// Requests per second over the run.
@@ -132,29 +164,11 @@ impl LoadReport {
             .enumerate()
             .map(|(i, s)| {
                 let sp = Percentiles::of(&s.latency);
-                let procs: Vec<Value> = s
-                    .procs
-                    .iter()
-                    .zip(&self.watched)
-                    .map(|(ps, w)| {
-                        json!({
-                            "name": w.name, "role": w.role.as_str(), "cpu_cores": ps.cpu_cores,
-                            "rss_bytes": ps.rss_bytes, "processes": ps.processes,
-                        })
-                    })
-                    .collect();
-                let connections: Vec<Value> = s
-                    .connections
-                    .iter()
-                    .zip(&self.counted)
-                    .map(|(n, name)| json!({ "name": name, "count": n }))
-                    .collect();
-                let metrics: Vec<Value> = s
-                    .metrics
-                    .iter()
-                    .zip(&self.metrics)
-                    .map(|(v, name)| json!({ "name": name, "value": v }))
-                    .collect();
+                let [procs, connections, metrics] = sampled_json(
+                    (&s.procs, &self.watched),
+                    (&s.connections, &self.counted),
+                    (&s.metrics, &self.metrics),
+                );
                 json!({
                     "second": i + 1, "users": s.users, "requests": s.requests, "failures": s.failures,
                     "p50_ms": sp.p50, "p90_ms": sp.p90, "p99_ms": sp.p99, "max_ms": sp.max, "processes": procs,
@@ -189,6 +203,7 @@ impl LoadReport {
                 "connect_each": self.plan.connect_each, "sql": self.plan.sql,
                 "timeout_s": self.plan.timeout.as_secs_f64(), "tenants": self.plan.tenants,
                 "auth": self.plan.auth, "tls": self.plan.tls,
+                "targets_added_at_s": self.plan.targets_added_at,
             },
             "summary": {
                 "requests": self.measured.requests, "requests_per_second": self.rps(),

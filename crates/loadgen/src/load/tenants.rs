@@ -5,13 +5,55 @@
 //! the run (HS256, valid for all of it), as an application mints its own
 //! short-lived credentials.
 
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use gatehouse_token::{IssueRequest, IssuingKey, issue, unix_seconds};
 
 use super::client::{Target, Tls};
-use crate::tenant_storm::spec::{PLACEHOLDER, TokenSpec, fill, tenant_name};
+
+/// The placeholder replaced by the tenant name in targets and SQL.
+pub const PLACEHOLDER: &str = "{tenant}";
+
+/// The name of tenant `index`: `t000`, `t001`, ... (`t1000` past 999).
+pub fn tenant_name(index: u32) -> String {
+    format!("t{index:03}")
+}
+
+/// `template` with every `{tenant}` replaced by `tenant`; other text,
+/// braces included, is kept as it is.
+pub fn fill(template: &str, tenant: &str) -> String {
+    template.replace(PLACEHOLDER, tenant)
+}
+
+/// What the minted tokens carry and the shared secret that signs them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenSpec {
+    pub issuer: String,
+    pub audience: String,
+    pub secret_file: PathBuf,
+}
+
+impl TokenSpec {
+    /// `ISSUER,AUDIENCE,HS256_SECRET_FILE` (the file name may itself
+    /// contain commas). Used as a clap value parser, hence the `String`
+    /// error.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let mut parts = raw.splitn(3, ',');
+        let (Some(issuer), Some(audience), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err("expected ISSUER,AUDIENCE,HS256_SECRET_FILE".to_string());
+        };
+        if issuer.is_empty() || audience.is_empty() || file.is_empty() {
+            return Err("issuer, audience and secret file must not be empty".to_string());
+        }
+        Ok(Self {
+            issuer: issuer.to_string(),
+            audience: audience.to_string(),
+            secret_file: PathBuf::from(file),
+        })
+    }
+}
 
 /// A token is minted for the run's length plus this (slow requests, clock
 /// skew between the load generator and the proxy).
@@ -35,10 +77,14 @@ impl Auth {
     }
 }
 
-/// A tenant's name (empty without tenants) and where it logs in.
+/// A tenant's name (empty without tenants), where it logs in, and from
+/// when in the run (a target added mid-run, as a DNS name gains an
+/// address).
 pub struct Tenant {
     pub name: String,
     pub target: Target,
+    /// Offset from the run's start before which no request picks it.
+    pub from: Duration,
 }
 
 /// The targets of a run: `count` tenants filled into `template`, or (0)
@@ -84,7 +130,11 @@ pub fn build(template: &str, count: u32, tls: Option<&Tls>, auth: &Auth, lifetim
             }
             _ => target,
         };
-        out.push(Tenant { name, target });
+        out.push(Tenant {
+            name,
+            target,
+            from: Duration::ZERO,
+        });
     }
     Ok(out)
 }
@@ -92,6 +142,38 @@ pub fn build(template: &str, count: u32, tls: Option<&Tls>, auth: &Auth, lifetim
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_zero_padded() {
+        assert_eq!(tenant_name(0), "t000");
+        assert_eq!(tenant_name(42), "t042");
+        assert_eq!(tenant_name(1000), "t1000");
+    }
+
+    #[test]
+    fn fill_replaces_every_placeholder_only() {
+        assert_eq!(
+            fill("host=127.0.0.1 user={tenant} dbname={tenant}", "t007"),
+            "host=127.0.0.1 user=t007 dbname=t007"
+        );
+        assert_eq!(fill("{other} {tenant", "t1"), "{other} {tenant");
+    }
+
+    #[test]
+    fn token_specs_have_three_parts_the_file_may_hold_commas() {
+        let spec = TokenSpec::parse("iss,rw,/tmp/a,b.secret");
+        assert_eq!(
+            spec,
+            Ok(TokenSpec {
+                issuer: "iss".into(),
+                audience: "rw".into(),
+                secret_file: "/tmp/a,b.secret".into(),
+            })
+        );
+        for bad in ["iss,rw", ",rw,/f", "iss,,/f", "iss,rw,"] {
+            assert!(TokenSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn tenants_fill_user_database_and_password() -> Result<()> {
