@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod inspect;
 pub mod limits;
+pub mod logging;
 pub mod park;
 pub mod pool;
 pub mod reload;

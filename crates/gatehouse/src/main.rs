@@ -13,7 +13,6 @@ use gatehouse::config;
 use gatehouse_proto_pg::auth::md5::md5_stored;
 use gatehouse_proto_pg::auth::random_salt;
 use gatehouse_proto_pg::auth::scram::{DEFAULT_ITERATIONS, ScramVerifier};
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(
@@ -139,8 +138,7 @@ fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(problems) => anyhow::bail!("invalid configuration {}:\n{problems}", path.display()),
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.proxy.log_filter));
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    let logging = gatehouse::logging::init(settings.proxy.log_format, &settings.proxy.log_filter)?;
     // One thread: a single event loop, no work stealing or cross-thread
     // wake-ups (the cheapest per transaction where the proxy shares cores
     // with the database and its clients). More: tokio's multi-thread runtime.
@@ -157,6 +155,7 @@ fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
     let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
+        app.reloader().control_logging(logging);
         tokio::spawn(reload_on_hangup(app.reloader()));
         gatehouse::run(app, shutdown_signal()).await?;
         anyhow::Ok(())

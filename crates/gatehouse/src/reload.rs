@@ -46,6 +46,8 @@ pub struct Reloader {
     endpoints: Arc<Endpoints>,
     /// One reload at a time: two would race to swap the tenant table.
     running: tokio::sync::Mutex<()>,
+    /// The running logger's filter, when the process set one up.
+    log: std::sync::OnceLock<crate::logging::LogControl>,
     succeeded: AtomicU64,
     refused: AtomicU64,
 }
@@ -59,9 +61,16 @@ impl Reloader {
             cores,
             endpoints,
             running: tokio::sync::Mutex::new(()),
+            log: std::sync::OnceLock::new(),
             succeeded: AtomicU64::new(0),
             refused: AtomicU64::new(0),
         }
+    }
+
+    /// Hands over the logger's filter, for reloads to change; once (a
+    /// second call is ignored).
+    pub fn control_logging(&self, log: crate::logging::LogControl) {
+        let _ = self.log.set(log);
     }
 
     /// Reads the configuration file again and applies it.
@@ -104,6 +113,15 @@ impl Reloader {
             .into_iter()
             .map(|f| format!("{f} changed (needs a restart)"))
             .collect();
+        if current.proxy.log_filter != settings.proxy.log_filter {
+            // The file was checked: the filter parses.
+            match self.log.get().map(|l| l.set_filter(&settings.proxy.log_filter)) {
+                Some(Ok(true)) => applied.push(format!("proxy.log_filter changed to {:?}", settings.proxy.log_filter)),
+                Some(Ok(false)) => not_applied.push("proxy.log_filter changed (RUST_LOG overrides it)".to_owned()),
+                Some(Err(e)) => not_applied.push(format!("proxy.log_filter: {e}")),
+                None => not_applied.push("proxy.log_filter changed (this process has no logger to change)".to_owned()),
+            }
+        }
         for core in &self.cores {
             let report = core.clone().reload(&settings);
             applied.extend(report.applied);

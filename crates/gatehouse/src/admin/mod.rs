@@ -1,6 +1,7 @@
 //! The admin HTTP API: `GET /metrics` (Prometheus), `GET /api/pools`,
 //! `GET /api/backends`, `GET /api/clusters`, `GET /api/stats`,
-//! `GET /api/health`, `POST /api/reload`, `GET /api/digests[?limit=N]` and
+//! `GET /api/health` (liveness) and `GET /api/ready` (readiness: every
+//! endpoint has a usable backend; both without the token), `POST /api/reload`, `GET /api/digests[?limit=N]` and
 //! `POST /api/digests/reset` (per-digest statistics), `GET /api/rules` and
 //! `POST /api/rules/reset` (query rules and their hits), `GET /api/rules/log`
 //! (the statements `log = true` rules matched lately), and the operator commands
@@ -8,7 +9,7 @@
 //! `/api/clusters/{c}/backends/{b}/drain|undrain`,
 //! `/api/clusters/{c}/switchover/{b}`). It shows names, counts and states, never a password,
 //! token, verifier or secret value. With `[admin] token_file`, every request
-//! must carry `Authorization: Bearer <token>`.
+//! but the two probes must carry `Authorization: Bearer <token>`.
 
 mod metrics;
 pub mod view;
@@ -51,9 +52,14 @@ pub async fn serve(listener: TcpListener, state: Arc<AdminState>, mut shutdown: 
 }
 
 fn router(state: Arc<AdminState>) -> Router {
+    // Liveness and readiness answer without the token: probes (a
+    // kubelet's, a load balancer's) carry none, and they show no names of
+    // tenants or credentials.
+    let probes = Router::new()
+        .route("/api/health", get(|| async { "ok\n" }))
+        .route("/api/ready", get(ready));
     Router::new()
         .route("/metrics", get(metrics_text))
-        .route("/api/health", get(|| async { "ok\n" }))
         .route("/api/pools", get(pools))
         .route("/api/backends", get(backends))
         .route("/api/clusters", get(clusters))
@@ -72,7 +78,26 @@ fn router(state: Arc<AdminState>) -> Router {
         .route("/api/clusters/{cluster}/backends/{backend}/undrain", post(undrain))
         .route("/api/clusters/{cluster}/switchover/{backend}", post(switchover))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .merge(probes)
         .with_state(state)
+}
+
+/// Readiness: 200 when every endpoint could serve a transaction now (a
+/// usable backend for its role, not paused), else 503; both list each
+/// endpoint with the backend it would get or why none.
+async fn ready(State(state): State<Arc<AdminState>>) -> Response {
+    let endpoints: Vec<view::Readiness> = state.cores.iter().flat_map(|c| c.readiness()).collect();
+    let ready = endpoints.iter().all(|e| e.ready);
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        axum::Json(serde_json::json!({ "ready": ready, "endpoints": endpoints })),
+    )
+        .into_response()
 }
 
 async fn require_token(State(state): State<Arc<AdminState>>, request: Request, next: Next) -> Response {

@@ -75,9 +75,27 @@ pub struct CoreSnapshot {
     pub accepted_connections: u64,
 }
 
+/// Whether an endpoint could serve a transaction now, as the router sees
+/// it (readiness).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Readiness {
+    pub endpoint: String,
+    pub cluster: String,
+    pub role: &'static str,
+    pub ready: bool,
+    /// The backend the next lease would get.
+    pub backend: Option<String>,
+    /// Why that backend (the router's reason), or why none: `paused`, or
+    /// `no usable backend` (every one down, draining, fenced, lagging, or
+    /// none elected writer).
+    pub why: &'static str,
+}
+
 /// One engine's core, as the admin API and reloads use it.
 pub trait CoreView: Send + Sync {
     fn snapshot(&self) -> CoreSnapshot;
+    /// Each of this engine's endpoints: could it serve a transaction now.
+    fn readiness(&self) -> Vec<Readiness>;
     /// Takes a reloaded configuration (see [`Core::reload`]).
     fn reload(self: Arc<Self>, settings: &Arc<Settings>) -> crate::core::ReloadReport;
     /// An operator command (see [`crate::topology::operate`]); `None`
@@ -116,6 +134,14 @@ pub enum Operation {
     },
 }
 
+fn endpoint_role_name(role: crate::config::EndpointRole) -> &'static str {
+    match role {
+        crate::config::EndpointRole::ReadWrite => "read_write",
+        crate::config::EndpointRole::ReadOnly => "read_only",
+        crate::config::EndpointRole::Split => "split",
+    }
+}
+
 fn role_name(role: Role) -> &'static str {
     match role {
         Role::Unknown => "unknown",
@@ -137,6 +163,31 @@ impl<E: Engine> CoreView for Core<E> {
 
     fn settings_now(&self) -> Arc<Settings> {
         self.settings_arc()
+    }
+
+    fn readiness(&self) -> Vec<Readiness> {
+        let settings = self.settings_arc();
+        settings
+            .endpoints
+            .iter()
+            .filter_map(|e| {
+                let state = self.topology.cluster(&e.cluster.name)?;
+                let choice = state.peek(e);
+                let why = match &choice {
+                    Some(c) => c.why.name(),
+                    None if state.holds(&e.name) => "paused",
+                    None => "no usable backend",
+                };
+                Some(Readiness {
+                    endpoint: e.name.clone(),
+                    cluster: e.cluster.name.clone(),
+                    role: endpoint_role_name(e.role),
+                    ready: choice.is_some(),
+                    backend: choice.map(|c| c.backend.addr.clone()),
+                    why,
+                })
+            })
+            .collect()
     }
 
     fn snapshot(&self) -> CoreSnapshot {

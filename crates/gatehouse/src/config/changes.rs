@@ -84,14 +84,14 @@ pub fn endpoint_changed(old: &EndpointSettings, new: &EndpointSettings) -> bool 
 }
 
 /// Settings outside clusters and endpoints that a reload cannot apply
-/// (the runtime, the parking lot, the log filter, the admin listener and
+/// (the runtime, the parking lot, the log format, the admin listener and
 /// the login-failure limiters are set up once, at start).
 pub fn restart_changes(old: &Settings, new: &Settings) -> Vec<&'static str> {
     let (o, n) = (&old.proxy, &new.proxy);
     let mut d = Diff(Vec::new());
     d.check(o.worker_threads != n.worker_threads, "proxy.worker_threads");
     d.check(o.park_idle_after != n.park_idle_after, "proxy.park_idle_after");
-    d.check(o.log_filter != n.log_filter, "proxy.log_filter");
+    d.check(o.log_format != n.log_format, "proxy.log_format");
     d.check(
         o.auth_failures_per_minute_per_address != n.auth_failures_per_minute_per_address,
         "proxy.auth_failures_per_minute_per_address",

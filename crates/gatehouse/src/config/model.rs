@@ -18,6 +18,17 @@ pub enum EngineKind {
     Mysql,
 }
 
+/// How log lines are written (`log_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// `time LEVEL target: message field=value …`, values with spaces quoted.
+    #[default]
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `message`
+    /// and every field.
+    Json,
+}
+
 /// What an endpoint reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndpointRole {
@@ -64,8 +75,11 @@ pub struct ProxySettings {
     pub park_idle_after: Option<Duration>,
     /// Largest client message accepted, in bytes.
     pub max_message_bytes: usize,
-    /// Default `tracing` filter, overridden by `RUST_LOG`.
+    /// Default `tracing` filter, overridden by `RUST_LOG`; a reload applies
+    /// a new one.
     pub log_filter: String,
+    /// Text or JSON lines (a restart applies a change).
+    pub log_format: LogFormat,
     /// Runtime worker threads: 1 (the default) is a single event loop, the
     /// cheapest per transaction where the proxy shares cores with the
     /// database and its clients; 0 means one per CPU.

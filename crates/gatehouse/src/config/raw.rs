@@ -74,7 +74,8 @@ pub struct RawProxy {
     #[serde(default, with = "humantime_serde::option")]
     pub park_idle_after: Option<Duration>,
     pub max_message_bytes: Option<Spanned<u64>>,
-    pub log_filter: Option<String>,
+    pub log_filter: Option<Spanned<String>>,
+    pub log_format: Option<Spanned<String>>,
     pub worker_threads: Option<Spanned<usize>>,
     /// A JSON-lines file of more tenants (one object a line).
     pub tenant_directory: Option<Spanned<String>>,

@@ -153,6 +153,19 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
             format!("max_message_bytes must be between 1024 and {PQ_LARGE_MESSAGE_LIMIT}"),
         );
     }
+    if let Some(f) = &p.log_filter
+        && let Err(e) = crate::logging::parse_filter(f.get_ref())
+    {
+        cx.at(f, format!("log_filter: {e}"));
+    }
+    let log_format = match p.log_format.as_ref().map(|f| (f, f.get_ref().as_str())) {
+        None | Some((_, "text")) => LogFormat::Text,
+        Some((_, "json")) => LogFormat::Json,
+        Some((f, other)) => {
+            cx.at(f, format!("log_format must be \"text\" or \"json\", not {other:?}"));
+            LogFormat::Text
+        }
+    };
     let per_address = failures_per_minute(
         cx,
         &p.auth_failures_per_minute_per_address,
@@ -171,7 +184,11 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
         shutdown_timeout: p.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
         park_idle_after: Some(p.park_idle_after.unwrap_or(DEFAULT_PARK_IDLE_AFTER)).filter(|d| !d.is_zero()),
         max_message_bytes: usize::try_from(max).unwrap_or(usize::MAX),
-        log_filter: p.log_filter.clone().unwrap_or_else(|| "info".into()),
+        log_filter: p
+            .log_filter
+            .as_ref()
+            .map_or_else(|| "info".into(), |f| f.get_ref().clone()),
+        log_format,
         worker_threads: p.worker_threads.as_ref().map_or(1, |w| *w.get_ref()),
         auth_failures_per_minute_per_address: per_address,
         auth_failures_per_minute_per_user: per_user,

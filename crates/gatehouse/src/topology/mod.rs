@@ -88,6 +88,8 @@ pub struct BackendState {
     pub draining: AtomicBool,
     /// Read-only balancing weight (the cluster's `weights`, 1 by default).
     pub weight: AtomicU32,
+    /// The probe failure logged last and when, while probes fail.
+    failure_logged: Mutex<Option<(Instant, String)>>,
 }
 
 impl BackendState {
@@ -110,7 +112,28 @@ impl BackendState {
             routed: AtomicU64::new(0),
             draining: AtomicBool::new(false),
             weight: AtomicU32::new(weight.max(1)),
+            failure_logged: Mutex::new(None),
         }
+    }
+
+    /// Whether a probe's failure (`None`: it succeeded) should be logged
+    /// now: the first of a run of failures, one with another error than
+    /// the one logged, or the same error again once `every` has passed
+    /// since it was. A success ends the run.
+    pub fn failure_to_log(&self, error: Option<&str>, now: Instant, every: Duration) -> bool {
+        let mut logged = self.failure_logged.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(error) = error else {
+            *logged = None;
+            return false;
+        };
+        let due = match logged.as_ref() {
+            None => true,
+            Some((at, last)) => last != error || now.saturating_duration_since(*at) >= every,
+        };
+        if due {
+            *logged = Some((now, error.to_owned()));
+        }
+        due
     }
 
     pub fn health(&self) -> Health {

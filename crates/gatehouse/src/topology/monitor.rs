@@ -5,14 +5,16 @@
 //! `health_check_timeout`, so one hung server neither delays the others
 //! nor looks healthy because its kept monitor connection is still open.
 //! After a round the writer is elected again, and the pools of a backend
-//! that went down are emptied, so no connection to it is handed out.
+//! that went down are emptied, so no connection to it is handed out. A
+//! failing probe is logged at WARN with its cause: at once, and while the
+//! same error goes on, every [`PROBE_FAILURE_LOG_EVERY`].
 //!
 //! The monitor reads its cluster's settings anew each round, so a reload
 //! changes its interval, timeout, thresholds and credentials in place; it
 //! stops once a reload removes or replaces its cluster.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::ClusterState;
 use crate::core::Core;
@@ -20,6 +22,9 @@ use crate::engine::Engine;
 
 /// The soonest a round follows another when sessions keep asking for one.
 pub const MIN_ROUND_GAP: Duration = Duration::from_millis(50);
+/// While a backend's probes keep failing with the same error, it is
+/// logged again at most this often (a new error at once).
+pub const PROBE_FAILURE_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// Probes every backend of `state` once (concurrently), records the
 /// results and elects the writer.
@@ -49,6 +54,7 @@ pub async fn probe_once<E: Engine>(core: &Core<E>, state: &ClusterState) {
         }
         let before = b.health();
         let failed = result.as_ref().err().cloned();
+        let log_failure = b.failure_to_log(failed.as_deref(), Instant::now(), PROBE_FAILURE_LOG_EVERY);
         if state.record(b, result) {
             let after = b.health();
             match failed {
@@ -59,6 +65,10 @@ pub async fn probe_once<E: Engine>(core: &Core<E>, state: &ClusterState) {
                 let closed = core.pools.retire_backend(&cluster.name, &b.addr);
                 tracing::info!(cluster = %cluster.name, backend = %b.addr, closed, "pooled connections to a down backend closed");
             }
+        } else if let Some(e) = failed.filter(|_| log_failure) {
+            // A backend down from the start (a wrong port, the monitor's
+            // credentials refused) never flips: this says why.
+            tracing::warn!(cluster = %cluster.name, backend = %b.addr, up = before.up, error = %e, "backend health probe failed");
         } else if before.role != b.health().role {
             tracing::warn!(cluster = %cluster.name, backend = %b.addr, from = ?before.role, to = ?b.health().role, "backend role changed");
         }

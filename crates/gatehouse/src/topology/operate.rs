@@ -62,7 +62,7 @@ impl ClusterState {
     }
 
     /// Whether new leases of `endpoint` wait.
-    pub(super) fn holds(&self, endpoint: &str) -> bool {
+    pub(crate) fn holds(&self, endpoint: &str) -> bool {
         self.paused.load(Ordering::Acquire)
             || (self.any_endpoint_paused.load(Ordering::Acquire)
                 && self

@@ -410,3 +410,48 @@ fn a_rules_route_to_a_backend_takes_it_whatever_its_role_while_it_is_usable() {
     assert_eq!(pick("ro", &RouteTo::Writer), Some(("b0".into(), Why::RuleWriter)));
     assert_eq!(pick("rw", &RouteTo::Replica), Some(("b1".into(), Why::RuleReplica)));
 }
+
+#[test]
+fn a_failing_probe_is_logged_at_once_then_again_only_when_its_error_changes_or_a_while_passed() {
+    let b = BackendState::new("b0:1", Role::Unknown, false, 1);
+    let every = Duration::from_secs(60);
+    let t0 = Instant::now();
+    assert!(
+        b.failure_to_log(Some("connection refused"), t0, every),
+        "the first failure"
+    );
+    assert!(!b.failure_to_log(Some("connection refused"), t0 + Duration::from_secs(1), every));
+    assert!(
+        b.failure_to_log(
+            Some("password authentication failed"),
+            t0 + Duration::from_secs(2),
+            every
+        ),
+        "another error"
+    );
+    assert!(!b.failure_to_log(
+        Some("password authentication failed"),
+        t0 + Duration::from_secs(61),
+        every
+    ));
+    assert!(
+        b.failure_to_log(
+            Some("password authentication failed"),
+            t0 + Duration::from_secs(62),
+            every
+        ),
+        "the same error, a minute later"
+    );
+    assert!(
+        !b.failure_to_log(None, t0 + Duration::from_secs(63), every),
+        "a success is not logged here"
+    );
+    assert!(
+        b.failure_to_log(
+            Some("password authentication failed"),
+            t0 + Duration::from_secs(64),
+            every
+        ),
+        "a new run of failures after a success"
+    );
+}

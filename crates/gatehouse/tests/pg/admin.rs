@@ -1,5 +1,5 @@
 //! The admin HTTP API against the running test proxy: the bearer token is
-//! required; `/metrics` and `/api/*` report pools, backends, pinned
+//! required (but for the liveness and readiness probes); `/metrics` and `/api/*` report pools, backends, pinned
 //! sessions and errors as they happen; `POST /api/reload` takes an edited
 //! tenant directory without a restart and refuses a broken file, keeping
 //! the running configuration.
@@ -17,7 +17,89 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("admin::reload_applies_and_refuses_broken_file", reload_over_http),
         ("admin::paused_endpoint_holds_transactions_until_resumed", pause_resume),
         ("admin::drained_replica_takes_no_reads", drain_replica),
+        (
+            "admin::health_and_ready_need_no_token_and_ready_names_the_endpoint_without_a_backend",
+            health_and_ready,
+        ),
     ]
+}
+
+/// `/api/health` and `/api/ready` answer without the token (probes carry
+/// none). On a proxy of the case's own with one more cluster whose only
+/// backend refuses connections, readiness is 503 and names that endpoint
+/// (`no usable backend`) while the others are ready with the backend they
+/// would get; the down backend's probe error is in `/api/backends`.
+fn health_and_ready(ctx: &Ctx) -> Result<()> {
+    let health = request(ctx.admin, "GET", "/api/health", None)?;
+    ensure!(
+        health.status == 200 && health.body == "ok\n",
+        "{} {}",
+        health.status,
+        health.body
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let settings = crate::reload::settings(ctx, |t| {
+        t + &format!(
+            r#"
+[[clusters]]
+name = "gone"
+engine = "postgres"
+backends = ["{closed}"]
+monitor_secret = "superuser"
+health_check_interval = "200ms"
+
+[[endpoints]]
+name = "gone_rw"
+listen = "127.0.0.1:0"
+cluster = "gone"
+role = "read_write"
+"#
+        )
+    })?;
+    ctx.rt.block_on(async {
+        let own = crate::own::Own::start(settings).await?;
+        let result = async {
+            let admin = own.admin.context("no admin listener")?;
+            let ready = request(admin, "GET", "/api/ready", None)?;
+            ensure!(
+                ready.status == 503,
+                "ready with a dead cluster: {} {}",
+                ready.status,
+                ready.body
+            );
+            let v: serde_json::Value = serde_json::from_str(&ready.body)?;
+            ensure!(v["ready"] == false, "{v}");
+            let endpoints = v["endpoints"].as_array().context("endpoints")?;
+            let find = |name: &str| endpoints.iter().find(|e| e["endpoint"] == name).cloned();
+            let gone = find("gone_rw").context("gone_rw not listed")?;
+            ensure!(
+                gone["ready"] == false && gone["why"] == "no usable backend" && gone["backend"].is_null(),
+                "{gone}"
+            );
+            let ops = find("ops_rw").context("ops_rw not listed")?;
+            ensure!(
+                ops["ready"] == true && ops["backend"].is_string() && ops["why"] == "writer",
+                "{ops}"
+            );
+            let backends = request(admin, "GET", "/api/backends", Some(&ctx.admin_token))?;
+            let v: serde_json::Value = serde_json::from_str(&backends.body)?;
+            let down = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|e| e["backends"].as_array().cloned().unwrap_or_default())
+                .find(|b| b["cluster"] == "gone")
+                .context("the gone cluster's backend is not listed")?;
+            ensure!(
+                down["up"] == false && down["last_error"].as_str().is_some_and(|e| !e.is_empty()),
+                "{down}"
+            );
+            Ok(())
+        }
+        .await;
+        own.stop().await?;
+        result
+    })
 }
 
 fn get(ctx: &Ctx, path: &str) -> Result<Response> {
