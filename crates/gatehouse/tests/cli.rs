@@ -1,7 +1,10 @@
 //! The `gatehouse` command line: check-config reports every problem with its
-//! line, hash-password produces verifiers the config accepts, `secrets`
-//! manages the encrypted store without leaking passwords, and `token` mints
-//! tokens the verifier accepts.
+//! line (a bad log filter or format too) and accepts every example once
+//! filled in, hash-password produces verifiers the config accepts,
+//! `secrets` manages the encrypted store without leaking passwords, `token`
+//! mints tokens the verifier accepts, and `run` logs why a backend is down
+//! (text without colours, values quoted; or JSON lines) and takes a new log
+//! filter at a reload.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -588,4 +591,100 @@ role = "read_write"
     let before = logs.lines().take_while(|l| !l.contains("reloaded"));
     assert!(before.filter(|l| l.contains(" INFO ")).count() == 0, "{logs}");
     assert!(logs.contains("configuration reloaded"), "{logs}");
+}
+
+/// The example configurations, as a user would fill them in: every
+/// `${...}` placeholder given a value, the files under /etc/gatehouse made
+/// (a TLS certificate, a JWKS, an encrypted secrets store, a tenant
+/// directory, the admin token) in a directory of the test's, the
+/// environment variables set. `check-config` must accept each.
+#[test]
+fn every_example_configuration_passes_check_config_once_filled_in() {
+    let dir = TempDir::new("examples");
+    let etc = dir.join("etc");
+    std::fs::create_dir_all(&etc).unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(etc.join("server.pem"), cert.cert.pem()).unwrap();
+    std::fs::write(etc.join("server.key"), cert.key_pair.serialize_pem()).unwrap();
+    std::fs::write(etc.join("admin.token"), "an-admin-token\n").unwrap();
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    std::fs::write(etc.join("jwt.pub.pem"), pair.public_key_pem()).unwrap();
+    let jwks = gatehouse()
+        .args(["token", "jwks", "--public-key"])
+        .arg(etc.join("jwt.pub.pem"))
+        .output()
+        .unwrap();
+    assert!(jwks.status.success());
+    std::fs::write(etc.join("jwks.json"), jwks.stdout).unwrap();
+    let key = etc.join("secrets.key");
+    run_ok(gatehouse().args(["secrets", "keygen", "--out"]).arg(&key), "");
+    let store = etc.join("secrets.enc");
+    for (name, user) in [
+        ("accounts_app", "accounts"),
+        ("catalog_app", "catalog"),
+        ("pg_monitor", "monitor"),
+        ("my_monitor", "monitor"),
+    ] {
+        run_ok(
+            &mut secrets("set", &store, &key, &["--name", name, "--user", user]),
+            "a-backend-password\n",
+        );
+    }
+    std::fs::write(
+        etc.join("tenants.jsonl"),
+        "{\"name\":\"reports\",\"databases\":[\"accounts\"],\"secret\":\"accounts_app\",\"token\":true}\n",
+    )
+    .unwrap();
+    let key_text = std::fs::read_to_string(&key).unwrap();
+    let values = [
+        ("GH_DEMO_VERIFIER", hash("demo-pw", &[])),
+        ("BILLING_SCRAM_VERIFIER", hash("billing-pw", &[])),
+        ("STOREFRONT_NATIVE_HASH", hash("storefront-pw", &["--mysql"])),
+    ];
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for (name, value) in &values {
+            text = text.replace(&format!("${{{name}}}"), value);
+        }
+        // Hosts and ports: any placeholder left is an address part (each
+        // port its own).
+        let mut port = 15000;
+        while let Some(start) = text.find("${") {
+            let end = start + text[start..].find('}').unwrap();
+            let value = if text[start + 2..end].ends_with("_PORT") {
+                port += 1;
+                port.to_string()
+            } else {
+                "127.0.0.1".to_string()
+            };
+            text.replace_range(start..=end, &value);
+        }
+        let text = text.replace("/etc/gatehouse", etc.to_str().unwrap());
+        let filled = dir.join(path.file_name().unwrap().to_str().unwrap());
+        std::fs::write(&filled, text).unwrap();
+        let out = gatehouse()
+            .arg("check-config")
+            .arg(&filled)
+            .env("GH_DEMO_BACKEND_PASSWORD", "pw")
+            .env("GH_PG_PASSWORD", "pw")
+            .env("SHOP_APP_PASSWORD", "pw")
+            .env("GATEHOUSE_MONITOR_PASSWORD", "pw")
+            .env("GATEHOUSE_SECRETS_KEY", key_text.trim())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} examples found in {}", examples.display());
 }
