@@ -55,6 +55,9 @@ enum Command {
     /// Mint development tokens (JWT) and JWKS documents.
     #[command(subcommand)]
     Token(cli::token::TokenCommand),
+    /// Print the configuration reference (every key with its type, default
+    /// and meaning) as Markdown: docs/CONFIG.md is its output.
+    ConfigReference,
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,10 @@ fn main() -> ExitCode {
         } => hash_password(user, md5, mysql, mysql_ed25519),
         Command::Secrets(command) => cli::secrets::run(command),
         Command::Token(command) => cli::token::run(command),
+        Command::ConfigReference => {
+            print!("{}", config::reference::render_markdown());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! Configuration: reading the TOML file ([`raw`]), checking it and resolving
 //! it into the immutable [`Settings`] snapshot the proxy runs on
 //! ([`validate`], [`model`]). Every problem is reported with its line.
+//! [`reference`] documents every key the file accepts.
 
 mod changes;
 mod clusters;
@@ -8,6 +9,7 @@ mod credentials;
 mod directory;
 pub mod model;
 pub mod raw;
+pub mod reference;
 mod rules;
 pub mod validate;
 
