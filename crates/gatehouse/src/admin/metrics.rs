@@ -84,7 +84,9 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
             .set(gauge(e.connected));
     }
     let accepted = Family::<EngineLabels, Counter>::default();
-    let tenants = Family::<EngineLabels, Gauge>::default();
+    // One configuration, one tenant table for both engines: a gauge of
+    // its own, not a series per engine that a sum would double.
+    let tenants = Gauge::<i64>::default();
     let pools = Family::<EngineLabels, Gauge>::default();
     let pool_conns = Family::<PoolLabels, Gauge>::default();
     let backend_up = Family::<BackendLabels, Gauge>::default();
@@ -104,7 +106,8 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
             engine: s.engine.to_owned(),
         };
         accepted.get_or_create(&engine).inc_by(s.accepted_connections);
-        tenants.get_or_create(&engine).set(gauge(s.tenants));
+        // Every core holds the same table: the value is the same.
+        tenants.set(gauge(s.tenants));
         pools.get_or_create(&engine).set(gauge(s.pools.len()));
         for p in &s.pools {
             for (state, n) in [("idle", p.idle), ("leased", p.leased)] {

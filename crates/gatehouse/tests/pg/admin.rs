@@ -243,8 +243,10 @@ fn metrics_follow(ctx: &Ctx) -> Result<()> {
         ensure!(leased >= 1.0, "leased {leased}");
         let connected = sample(&after, "gatehouse_client_connections", &["endpoint=\"tx10\""]).unwrap_or(0.0);
         ensure!(connected >= 1.0, "tx10 clients {connected}");
-        let tenants = sample(&after, "gatehouse_tenants", &["engine=\"postgres\""]).unwrap_or(0.0);
+        let tenants = sample(&after, "gatehouse_tenants", &[]).unwrap_or(0.0);
         ensure!(tenants > 10_000.0, "tenants {tenants}");
+        let per_engine = after.lines().filter(|l| l.starts_with("gatehouse_tenants")).count();
+        ensure!(per_engine == 1, "gatehouse_tenants has {per_engine} series, not one");
         let up = sample(&after, "gatehouse_backend_up", &["cluster=\"main\"", "role=\"writer\""]);
         ensure!(up == Some(1.0), "writer up: {up:?}");
         // The JSON views agree.
