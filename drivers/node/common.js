@@ -81,6 +81,10 @@ async function expectError(where, what, expected, code, promise) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Seconds before the watchdog names the stuck workers and fails the run
+// (GH_WATCHDOG; the test harness sets more when every program runs at once).
+const WATCHDOG_SECONDS = Number(process.env.GH_WATCHDOG || 240);
+
 // Runs `body(w, state)` for workers 1..GH_WORKERS concurrently; each
 // worker's `state.where` says what it is doing, for the watchdog and for
 // errors that escape.
@@ -89,8 +93,8 @@ async function runWorkers(body) {
   const states = [];
   const watchdog = setTimeout(() => {
     const stuck = states.filter((s) => !s.done).map((s) => `worker ${s.w}: ${s.where}`);
-    fail('watchdog', `still running after 240 s:\n  ${stuck.join('\n  ')}`);
-  }, 240_000);
+    fail('watchdog', `still running after ${WATCHDOG_SECONDS} s:\n  ${stuck.join('\n  ')}`);
+  }, WATCHDOG_SECONDS * 1000);
   watchdog.unref();
   const runs = [];
   for (let w = 1; w <= cfg.workers; w++) {

@@ -59,8 +59,9 @@ _workers = []
 
 
 def watchdog(seconds=None):
-    """If the run hangs (the test harness allows 300 s): prints where every
-    unfinished worker is, dumps every thread's stack and exits 1."""
+    """If the run hangs (GH_WATCHDOG seconds, 240 by default; the test
+    harness kills a program 60 s later): prints where every unfinished
+    worker is, dumps every thread's stack and exits 1."""
     seconds = seconds or float(os.environ.get("GH_WATCHDOG", "240"))
 
     def positions():

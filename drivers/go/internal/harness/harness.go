@@ -167,8 +167,18 @@ func detail(err error) string {
 	return ""
 }
 
+// watchdogSeconds is how long the workers may take before the watchdog
+// names the stuck ones: GH_WATCHDOG, 240 by default (the test harness sets
+// more when every program runs at once).
+func watchdogSeconds() int {
+	if s, err := strconv.Atoi(os.Getenv("GH_WATCHDOG")); err == nil && s > 0 {
+		return s
+	}
+	return 240
+}
+
 // Run starts GH_WORKERS workers (numbered from 1) and waits for them; a
-// watchdog names the stuck ones if they take more than 240 s.
+// watchdog names the stuck ones if they take more than watchdogSeconds.
 func Run(e Env, body func(w *W)) time.Duration {
 	env = e
 	started := time.Now()
@@ -188,7 +198,7 @@ func Run(e Env, body func(w *W)) time.Duration {
 	go func() {
 		select {
 		case <-finished:
-		case <-time.After(240 * time.Second):
+		case <-time.After(time.Duration(watchdogSeconds()) * time.Second):
 			var stuck []string
 			for _, w := range workers {
 				if !w.done.Load() {
@@ -196,7 +206,7 @@ func Run(e Env, body func(w *W)) time.Duration {
 				}
 			}
 			sort.Strings(stuck)
-			Fail("watchdog", "still running after 240 s:\n  %s", strings.Join(stuck, "\n  "))
+			Fail("watchdog", "still running after %d s:\n  %s", watchdogSeconds(), strings.Join(stuck, "\n  "))
 		}
 	}()
 	wg.Wait()
