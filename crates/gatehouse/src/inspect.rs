@@ -5,6 +5,9 @@
 //! ([`Inspector::rules`]) and report what became of it after its answer
 //! ([`Inspector::record`]). With no rules for the session and digest
 //! statistics off, both cost one pointer comparison and one atomic load.
+//! The inspector lives as long as its session, so it also carries the
+//! session's log record ([`crate::session_log`]): the login line, and the
+//! end line when it is dropped.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -28,6 +31,24 @@ pub struct Inspector {
     /// filters again.
     from: Arc<Rules>,
     rules: Option<SessionRules>,
+    /// The session's own counts, logged when it ends ([`crate::session_log`]).
+    session: crate::session_log::SessionLog,
+}
+
+impl Drop for Inspector {
+    /// The session ends (the engines drop its inspector with it, on every path).
+    fn drop(&mut self) {
+        tracing::info!(
+            tenant = %self.tenant,
+            database = %self.database,
+            endpoint = %self.endpoint,
+            client = %crate::session_log::ClientAddr(self.client),
+            duration = ?self.session.duration(),
+            leases = self.session.leases(),
+            pinned = self.session.pin_reason().unwrap_or("no"),
+            "client session ended"
+        );
+    }
 }
 
 /// A statement under way that the core follows: its digest statistics
@@ -102,9 +123,32 @@ impl Inspector {
             client,
             from: settings.rules.clone(),
             rules: None,
+            session: crate::session_log::SessionLog::new(),
         };
         me.filter();
         me
+    }
+
+    /// Logs the session's login (its end is logged when it is dropped).
+    pub fn logged_in(&self, tls: bool) {
+        tracing::info!(
+            tenant = %self.tenant,
+            database = %self.database,
+            endpoint = %self.endpoint,
+            client = %crate::session_log::ClientAddr(self.client),
+            tls,
+            "client logged in"
+        );
+    }
+
+    /// The session took a backend lease (for its end line).
+    pub fn leased(&mut self) {
+        self.session.leased();
+    }
+
+    /// The session was pinned for `reason` (for its end line).
+    pub fn pinned(&mut self, reason: &'static str) {
+        self.session.pinned(reason);
     }
 
     fn filter(&mut self) {

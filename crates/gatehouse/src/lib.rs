@@ -21,6 +21,7 @@ pub mod pool;
 pub mod reload;
 pub mod router;
 pub mod rules;
+pub mod session_log;
 pub mod split;
 pub mod stats;
 pub mod tenants;

@@ -106,7 +106,10 @@ impl Session {
             let waited = self.cancel.slot.unless_cancelled(routed).await;
             let interrupted = || ProxyError::new(Condition::Canceled, "Query execution was interrupted");
             let mut lease = match waited {
-                LeaseWait::Done(Ok(lease)) => lease,
+                LeaseWait::Done(Ok(lease)) => {
+                    self.inspect.leased();
+                    lease
+                }
                 LeaseWait::Done(Err(e)) => {
                     self.cancel.slot.set(None);
                     return Err(e);

@@ -74,6 +74,7 @@ pub fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) -> impl Future<Outpu
         let Some(e) = logging_in.await else { return };
         let Established { stream, buf, start } = *e;
         let session = super::txn::start(core, start);
+        session.inspect.logged_in(stream.is_tls());
         super::parked::drive(session, stream, buf).await;
     }
 }

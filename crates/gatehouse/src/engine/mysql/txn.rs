@@ -196,6 +196,7 @@ impl Session {
             self.pinned = Some(reason);
             self.just_pinned = Some(reason);
             self.core.stats.record_pin(reason);
+            self.inspect.pinned(reason);
             tracing::info!(tenant = %self.tenant.name, reason, "session pinned to its backend connection");
         }
     }

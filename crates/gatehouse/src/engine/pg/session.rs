@@ -93,6 +93,7 @@ async fn start(
             Some(peer.ip()),
         ))
     };
+    inspect.logged_in(stream.is_tls());
     match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel, inspect)).await {
         Ok(Some(tx)) => Some((
             Box::new(Live {
@@ -357,6 +358,9 @@ async fn begin(
     // from its first statement; otherwise by the plain relay.
     let inspected = core.digests.load().is_some() || inspect.has_rules(&core.settings());
     if endpoint.pool_mode == PoolMode::Session && !inspected {
+        // One lease for the whole session (its end line says so).
+        inspect.leased();
+        inspect.pinned("session_mode");
         Box::pin(run_session(
             core,
             endpoint,

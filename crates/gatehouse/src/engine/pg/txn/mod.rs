@@ -503,6 +503,7 @@ impl TxSession {
                 "session pinned to its backend connection"
             );
             self.core.stats.record_pin(code);
+            self.inspect.pinned(code);
             self.pinned = Some(detail);
             self.just_pinned = Some(code);
         }

@@ -93,7 +93,10 @@ impl TxSession {
         let waited = Box::pin(self.cancel.slot.unless_cancelled(routed)).await;
         let cancelled = || ProxyError::new(Condition::Canceled, "canceling statement due to user request");
         let mut lease = match waited {
-            LeaseWait::Done(Ok(lease)) => lease,
+            LeaseWait::Done(Ok(lease)) => {
+                self.inspect.leased();
+                lease
+            }
             LeaseWait::Done(Err(e)) => {
                 self.cancel.slot.set(None);
                 self.core.stats.record_error(&e);

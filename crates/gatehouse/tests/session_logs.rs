@@ -1,0 +1,213 @@
+//! The log lines an operator reads for every client session, from the
+//! real `gatehouse run` against a real PostgreSQL and MariaDB from the
+//! test kit, one mechanism for both engines: a `client logged in` line
+//! (tenant, database, endpoint, client address, TLS) and, when the client
+//! leaves, a `client session ended` line with its duration, the backend
+//! leases it took (one a transaction) and why it was pinned.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use gatehouse_testkit::{Cluster, Options};
+use mysql_async::prelude::Queryable;
+
+fn gatehouse() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+}
+
+fn hash(password: &str, extra: &[&str]) -> Result<String> {
+    let mut child = gatehouse()
+        .arg("hash-password")
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().context("stdin")?.write_all(password.as_bytes())?;
+    let out = child.wait_with_output()?;
+    ensure!(out.status.success(), "hash-password failed");
+    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Removes the directory when the test ends (declared before the cluster).
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The JSON log lines with `message`, parsed.
+fn lines_with(logs: &str, message: &str) -> Vec<serde_json::Value> {
+    logs.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"] == message)
+        .collect()
+}
+
+#[test]
+fn each_session_logs_its_login_and_its_end_with_leases_and_pin_reason_on_both_engines() -> Result<()> {
+    let dir = TempDir(std::env::temp_dir().join(format!("gh-session-logs-{}", std::process::id())));
+    let opts = Options {
+        mysql: true,
+        ..Options::default()
+    };
+    let cluster = Cluster::up(&dir.0, &opts)?;
+    let pg = cluster.pg_primary().context("no PostgreSQL")?;
+    let my = cluster.mysql_primary().context("no MariaDB")?;
+    let (pg_port, my_port) = (free_port()?, free_port()?);
+    let config = format!(
+        r#"[proxy]
+log_format = "json"
+log_filter = "info"
+
+[[clusters]]
+name = "pgc"
+engine = "postgres"
+backends = ["{pg}"]
+
+[[clusters]]
+name = "myc"
+engine = "mysql"
+backends = ["{my}"]
+
+[[endpoints]]
+name = "pg_rw"
+listen = "127.0.0.1:{pg_port}"
+cluster = "pgc"
+role = "read_write"
+
+[[endpoints]]
+name = "my_rw"
+listen = "127.0.0.1:{my_port}"
+cluster = "myc"
+role = "read_write"
+
+[[tenants]]
+name = "pgapp"
+databases = ["postgres"]
+secret = "pg_super"
+scram_verifier = "{pg_verifier}"
+
+[[tenants]]
+name = "myapp"
+databases = ["mysql"]
+secret = "my_super"
+mysql_native_password = "{my_hash}"
+
+[[secrets]]
+name = "pg_super"
+user = "{pg_user}"
+password = "{pg_password}"
+
+[[secrets]]
+name = "my_super"
+user = "{my_user}"
+password = "{my_password}"
+"#,
+        pg = pg.addr(),
+        my = my.addr(),
+        pg_verifier = hash("pg-app-pw", &[])?,
+        my_hash = hash("my-app-pw", &["--mysql"])?,
+        pg_user = cluster.pg_user(),
+        pg_password = cluster.pg_password(),
+        my_user = cluster.mysql_user(),
+        my_password = cluster.mysql_password(),
+    );
+    let path = dir.0.join("gatehouse.toml");
+    std::fs::write(&path, config)?;
+    let log_path = dir.0.join("gatehouse.log");
+    let mut proxy = gatehouse()
+        .arg("run")
+        .arg("--config")
+        .arg(&path)
+        .env_remove("RUST_LOG")
+        .stdout(std::fs::File::create(&log_path)?)
+        .stderr(Stdio::null())
+        .spawn()?;
+    let run = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let result = run.block_on(async {
+        for port in [pg_port, my_port] {
+            for _ in 0..100 {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        // PostgreSQL: three transactions, then a temporary table pins.
+        let info =
+            format!("host=127.0.0.1 port={pg_port} user=pgapp password=pg-app-pw dbname=postgres sslmode=disable");
+        let (client, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
+        let driver = tokio::spawn(conn);
+        for _ in 0..3 {
+            client.simple_query("SELECT 1").await?;
+        }
+        client.simple_query("CREATE TEMPORARY TABLE t (a int)").await?;
+        client.simple_query("SELECT 2").await?;
+        drop(client);
+        let _ = driver.await;
+        // MariaDB: two statements, then a named lock pins.
+        let opts: mysql_async::Opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(my_port)
+            .user(Some("myapp"))
+            .pass(Some("my-app-pw"))
+            .db_name(Some("mysql"))
+            .prefer_socket(false)
+            .into();
+        let mut my = mysql_async::Conn::new(opts).await?;
+        my.query_drop("SELECT 1").await?;
+        my.query_drop("SELECT 2").await?;
+        my.query_drop("SELECT GET_LOCK('gatehouse-log-test', 1)").await?;
+        my.disconnect().await?;
+        // The end lines are written as the sessions wind down.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        anyhow::Ok(())
+    });
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    result?;
+    let logs = std::fs::read_to_string(&log_path)?;
+    if std::env::var("GH_SHOW_LOGS").is_ok() {
+        eprintln!("{logs}");
+    }
+    for (tenant, endpoint, database, min_leases) in [("pgapp", "pg_rw", "postgres", 4), ("myapp", "my_rw", "mysql", 3)]
+    {
+        let logins: Vec<_> = lines_with(&logs, "client logged in")
+            .into_iter()
+            .filter(|v| v["tenant"] == tenant)
+            .collect();
+        ensure!(logins.len() == 1, "{tenant}: {} login lines:\n{logs}", logins.len());
+        let login = &logins[0];
+        ensure!(
+            login["endpoint"] == endpoint
+                && login["database"] == database
+                && login["client"] == "127.0.0.1"
+                && login["level"] == "INFO"
+                && login["tls"] == false,
+            "{login}"
+        );
+        let ends: Vec<_> = lines_with(&logs, "client session ended")
+            .into_iter()
+            .filter(|v| v["tenant"] == tenant)
+            .collect();
+        ensure!(ends.len() == 1, "{tenant}: {} end lines:\n{logs}", ends.len());
+        let end = &ends[0];
+        ensure!(end["endpoint"] == endpoint && end["level"] == "INFO", "{end}");
+        ensure!(end["leases"].as_u64() >= Some(min_leases), "{tenant}: {end}");
+        ensure!(
+            end["pinned"].as_str().is_some_and(|p| p != "no"),
+            "{tenant} was pinned: {end}"
+        );
+        ensure!(end["duration"].as_str().is_some_and(|d| !d.is_empty()), "{end}");
+    }
+    drop(cluster);
+    Ok(())
+}
