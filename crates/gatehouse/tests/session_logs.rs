@@ -3,7 +3,8 @@
 //! test kit, one mechanism for both engines: a `client logged in` line
 //! (tenant, database, endpoint, client address, TLS) and, when the client
 //! leaves, a `client session ended` line with its duration, the backend
-//! leases it took (one a transaction) and why it was pinned.
+//! leases it took (one a transaction) and why it was pinned. A MySQL
+//! COM_CHANGE_USER ends one tenant's session and logs the other's login.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -101,6 +102,12 @@ databases = ["mysql"]
 secret = "my_super"
 mysql_native_password = "{my_hash}"
 
+[[tenants]]
+name = "myother"
+databases = ["mysql"]
+secret = "my_super"
+mysql_native_password = "{my_hash}"
+
 [[secrets]]
 name = "pg_super"
 user = "{pg_user}"
@@ -166,6 +173,15 @@ password = "{my_password}"
         my.query_drop("SELECT 1").await?;
         my.query_drop("SELECT 2").await?;
         my.query_drop("SELECT GET_LOCK('gatehouse-log-test', 1)").await?;
+        // COM_CHANGE_USER: myapp's session ends, myother's begins.
+        my.change_user(
+            mysql_async::ChangeUserOpts::default()
+                .with_user(Some("myother".into()))
+                .with_pass(Some("my-app-pw".into()))
+                .with_db_name(Some("mysql".into())),
+        )
+        .await?;
+        my.query_drop("SELECT 3").await?;
         my.disconnect().await?;
         // The end lines are written as the sessions wind down.
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -208,6 +224,19 @@ password = "{my_password}"
         );
         ensure!(end["duration"].as_str().is_some_and(|d| !d.is_empty()), "{end}");
     }
+    let other_logins = lines_with(&logs, "client logged in")
+        .into_iter()
+        .filter(|v| v["tenant"] == "myother")
+        .count();
+    let other_ends: Vec<_> = lines_with(&logs, "client session ended")
+        .into_iter()
+        .filter(|v| v["tenant"] == "myother")
+        .collect();
+    ensure!(
+        other_logins == 1 && other_ends.len() == 1,
+        "after COM_CHANGE_USER:\n{logs}"
+    );
+    ensure!(other_ends[0]["leases"].as_u64() >= Some(1), "{}", other_ends[0]);
     drop(cluster);
     Ok(())
 }

@@ -113,6 +113,17 @@ impl Session {
         self.cancel.claim(&tenant.name);
         self.cap = admitted.cap;
         self.pool = admitted.pool;
+        // Another tenant's session from here: its own rules, digest
+        // attribution and log record (the old one's end line is written
+        // as it is replaced, then the new login's).
+        *self.inspect = crate::inspect::Inspector::new(
+            &core.settings(),
+            &tenant.name,
+            database.as_deref().unwrap_or_default(),
+            &self.endpoint.name,
+            Some(self.peer),
+        );
+        self.inspect.logged_in(stream.is_tls());
         self.tenant = tenant;
         let collation = request.charset.and_then(|c| u8::try_from(c).ok());
         if let Some(c) = collation {
