@@ -38,10 +38,12 @@ struct Running {
 }
 
 impl Running {
-    fn stop_accepting(&mut self) {
-        if let Some(t) = self.task.take() {
-            t.abort();
-        }
+    /// Aborts the accept loop; its handle, to wait until the task (and its
+    /// hold on the listener) is gone.
+    fn stop_accepting(&mut self) -> Option<JoinHandle<()>> {
+        let t = self.task.take()?;
+        t.abort();
+        Some(t)
     }
 }
 
@@ -117,7 +119,7 @@ impl Endpoints {
     pub fn stop(&self) {
         self.drain.lock().unwrap_or_else(PoisonError::into_inner).take();
         for r in self.running.lock().unwrap_or_else(PoisonError::into_inner).iter_mut() {
-            r.stop_accepting();
+            let _ = r.stop_accepting();
         }
     }
 
@@ -196,9 +198,13 @@ impl Endpoints {
     }
 
     /// Switches to the endpoints of `settings` (see the module comment);
-    /// returns what changed. Runs after [`Self::prepare`] in the same reload.
-    pub fn commit(&self, settings: &Settings, mut prepared: Prepared) -> Vec<String> {
+    /// returns what changed, and the accept loops it stopped: awaiting them
+    /// makes sure a removed endpoint's listener is closed (an aborted task
+    /// is dropped by the runtime a moment later). Runs after
+    /// [`Self::prepare`] in the same reload.
+    pub fn commit(&self, settings: &Settings, mut prepared: Prepared) -> (Vec<String>, Vec<JoinHandle<()>>) {
         let mut applied = Vec::new();
+        let mut stopped = Vec::new();
         let drain = self.drain.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = Vec::with_capacity(settings.endpoints.len());
@@ -243,7 +249,7 @@ impl Endpoints {
         }
         // Every old accept loop stops before a new one starts on its socket.
         for r in running.iter_mut() {
-            r.stop_accepting();
+            stopped.extend(r.stop_accepting());
         }
         for r in running.iter() {
             if !settings.endpoints.iter().any(|e| e.name == r.settings.name) {
@@ -264,7 +270,7 @@ impl Endpoints {
             }
         }
         *running = next;
-        applied
+        (applied, stopped)
     }
 }
 

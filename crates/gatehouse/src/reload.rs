@@ -127,7 +127,13 @@ impl Reloader {
             applied.extend(report.applied);
             not_applied.extend(report.not_applied);
         }
-        applied.extend(self.endpoints.commit(&settings, prepared));
+        let (changed, stopped) = self.endpoints.commit(&settings, prepared);
+        applied.extend(changed);
+        // The reload answers once the old accept loops are gone: a removed
+        // endpoint no longer accepts connections by then.
+        for task in stopped {
+            let _ = task.await;
+        }
         self.current.store(settings.clone());
         Ok(ReloadOutcome {
             tenants: settings.tenants.len(),
