@@ -41,6 +41,53 @@ pub fn sampled_json(
     [Value::Array(procs), Value::Array(connections), Value::Array(metrics)]
 }
 
+/// One second's samples: the watched processes, the counted servers'
+/// connections and the proxy's metrics.
+pub type Sampled<'a> = (&'a [ProcSample], &'a [Option<u64>], &'a [Option<f64>]);
+
+/// The terminal lines of what was sampled over the run (shared with
+/// `observe`): each watched process tree's mean CPU, peak RSS and
+/// processes, each counted server's peak and mean connections, each proxy
+/// metric's peak and mean.
+pub fn sampled_table(seconds: &[Sampled<'_>], watched: &[Watched], counted: &[String], metrics: &[String]) -> String {
+    let mut out = String::new();
+    for (i, w) in watched.iter().enumerate() {
+        let samples: Vec<_> = seconds.iter().filter_map(|s| s.0.get(i)).collect();
+        if samples.is_empty() {
+            continue;
+        }
+        let cpu = samples.iter().map(|s| s.cpu_cores).sum::<f64>() / samples.len() as f64;
+        let rss = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
+        let procs = samples.iter().map(|s| s.processes).max().unwrap_or(0);
+        out.push_str(&format!(
+            "  {} ({}): {cpu:.2} cores on average, peak RSS {:.1} MiB, up to {procs} processes\n",
+            w.name,
+            w.role.as_str(),
+            rss as f64 / (1024.0 * 1024.0)
+        ));
+    }
+    for (i, name) in counted.iter().enumerate() {
+        let counts: Vec<u64> = seconds.iter().filter_map(|s| s.1.get(i).copied().flatten()).collect();
+        match counts.iter().max() {
+            None => out.push_str(&format!("  {name}: connections not counted (no answer)\n")),
+            Some(peak) => {
+                let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+                out.push_str(&format!(
+                    "  {name}: {peak} client connections at peak, {mean:.1} on average\n"
+                ));
+            }
+        }
+    }
+    for (i, name) in metrics.iter().enumerate() {
+        let values: Vec<f64> = seconds.iter().filter_map(|s| s.2.get(i).copied().flatten()).collect();
+        if let Some(peak) = values.iter().copied().reduce(f64::max) {
+            let mean = values.iter().sum::<f64>() / values.len() as f64;
+            out.push_str(&format!("  {name}: {peak} at peak, {mean:.1} on average\n"));
+        }
+    }
+    out
+}
+
 impl LoadReport {
     /// Requests per second over the run.
     pub fn rps(&self) -> f64 {
@@ -107,50 +154,13 @@ impl LoadReport {
         for (code, (n, first)) in &self.measured.failures {
             out.push_str(&format!("  failed {n} x {code}: {first}\n"));
         }
-        for (i, w) in self.watched.iter().enumerate() {
-            let samples: Vec<_> = self.measured.seconds.iter().filter_map(|s| s.procs.get(i)).collect();
-            if samples.is_empty() {
-                continue;
-            }
-            let cpu = samples.iter().map(|s| s.cpu_cores).sum::<f64>() / samples.len() as f64;
-            let rss = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
-            let procs = samples.iter().map(|s| s.processes).max().unwrap_or(0);
-            out.push_str(&format!(
-                "  {} ({}): {cpu:.2} cores on average, peak RSS {:.1} MiB, up to {procs} processes\n",
-                w.name,
-                w.role.as_str(),
-                rss as f64 / (1024.0 * 1024.0)
-            ));
-        }
-        for (i, name) in self.counted.iter().enumerate() {
-            let counts: Vec<u64> = self
-                .measured
-                .seconds
-                .iter()
-                .filter_map(|s| s.connections.get(i).copied().flatten())
-                .collect();
-            if counts.is_empty() {
-                out.push_str(&format!("  {name}: connections not counted (no answer)\n"));
-                continue;
-            }
-            let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
-            let peak = counts.iter().max().copied().unwrap_or(0);
-            out.push_str(&format!(
-                "  {name}: {peak} client connections at peak, {mean:.1} on average\n"
-            ));
-        }
-        for (i, name) in self.metrics.iter().enumerate() {
-            let values: Vec<f64> = self
-                .measured
-                .seconds
-                .iter()
-                .filter_map(|s| s.metrics.get(i).copied().flatten())
-                .collect();
-            if let Some(peak) = values.iter().copied().reduce(f64::max) {
-                let mean = values.iter().sum::<f64>() / values.len() as f64;
-                out.push_str(&format!("  {name}: {peak} at peak, {mean:.1} on average\n"));
-            }
-        }
+        let seconds: Vec<Sampled<'_>> = self
+            .measured
+            .seconds
+            .iter()
+            .map(|s| (s.procs.as_slice(), s.connections.as_slice(), s.metrics.as_slice()))
+            .collect();
+        out.push_str(&sampled_table(&seconds, &self.watched, &self.counted, &self.metrics));
         out
     }
 

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Observed, Progress, Sample, Tool};
 use crate::html::merge::from_histogram;
-use crate::load::report::sampled_json;
+use crate::load::report::{Sampled, sampled_json, sampled_table};
 
 /// The run's latency, in ms, and where its percentiles come from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -366,48 +366,12 @@ impl Observed {
                 self.tool.as_str()
             ));
         }
-        for (i, w) in self.watched.iter().enumerate() {
-            let samples: Vec<_> = self.samples.iter().filter_map(|s| s.procs.get(i)).collect();
-            if samples.is_empty() {
-                continue;
-            }
-            let cpu = samples.iter().map(|s| s.cpu_cores).sum::<f64>() / samples.len() as f64;
-            let rss = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
-            let procs = samples.iter().map(|s| s.processes).max().unwrap_or(0);
-            out.push_str(&format!(
-                "  {} ({}): {cpu:.2} cores on average, peak RSS {:.1} MiB, up to {procs} processes\n",
-                w.name,
-                w.role.as_str(),
-                rss as f64 / (1024.0 * 1024.0)
-            ));
-        }
-        for (i, name) in self.counted.iter().enumerate() {
-            let counts: Vec<u64> = self
-                .samples
-                .iter()
-                .filter_map(|s| s.connections.get(i).copied().flatten())
-                .collect();
-            match counts.iter().max() {
-                None => out.push_str(&format!("  {name}: connections not counted (no answer)\n")),
-                Some(peak) => {
-                    let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
-                    out.push_str(&format!(
-                        "  {name}: {peak} client connections at peak, {mean:.1} on average\n"
-                    ));
-                }
-            }
-        }
-        for (i, name) in self.metrics.iter().enumerate() {
-            let values: Vec<f64> = self
-                .samples
-                .iter()
-                .filter_map(|s| s.metrics.get(i).copied().flatten())
-                .collect();
-            if let Some(peak) = values.iter().copied().reduce(f64::max) {
-                let mean = values.iter().sum::<f64>() / values.len() as f64;
-                out.push_str(&format!("  {name}: {peak} at peak, {mean:.1} on average\n"));
-            }
-        }
+        let seconds: Vec<Sampled<'_>> = self
+            .samples
+            .iter()
+            .map(|s| (s.procs.as_slice(), s.connections.as_slice(), s.metrics.as_slice()))
+            .collect();
+        out.push_str(&sampled_table(&seconds, &self.watched, &self.counted, &self.metrics));
         out
     }
 }
