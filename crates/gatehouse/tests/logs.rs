@@ -1,6 +1,8 @@
-//! The log lines an operator reads for every client session, from the
-//! real `gatehouse run` against a real PostgreSQL and MariaDB from the
-//! test kit, one mechanism for both engines: a `client logged in` line
+//! What `gatehouse run` logs, from the real binary. Why a backend down
+//! from the start is down (text without colours, values quoted; or JSON
+//! lines), a new log filter taken at a reload, and, against a real
+//! PostgreSQL and MariaDB from the test kit, the lines an operator reads
+//! for every client session, one mechanism for both engines: a `client logged in` line
 //! (tenant, database, endpoint, client address, TLS) and, when the client
 //! leaves, a `client session ended` line with its duration, the backend
 //! leases it took (one a transaction) and why it was pinned. A MySQL
@@ -29,6 +31,12 @@ fn hash(password: &str, extra: &[&str]) -> Result<String> {
     let out = child.wait_with_output()?;
     ensure!(out.status.success(), "hash-password failed");
     Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("gatehouse-logs-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 fn free_port() -> Result<u16> {
@@ -239,4 +247,149 @@ password = "{my_password}"
     ensure!(other_ends[0]["leases"].as_u64() >= Some(1), "{}", other_ends[0]);
     drop(cluster);
     Ok(())
+}
+
+/// A `gatehouse run` whose only backend refuses connections, with probes
+/// every 100 ms, for `secs`; its standard output (a pipe, not a terminal).
+fn run_against_a_closed_port(label: &str, proxy_section: &str, secs: u64) -> String {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let text = format!(
+        r#"[proxy]
+{proxy_section}
+
+[[clusters]]
+name = "gone"
+engine = "postgres"
+backends = ["{closed}"]
+monitor_secret = "monitor"
+health_check_interval = "100ms"
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "gone"
+role = "read_write"
+
+[[secrets]]
+name = "monitor"
+user = "monitor"
+password = "not-used"
+"#
+    );
+    let path = temp_file(&format!("{label}.toml"), &text);
+    let mut child = gatehouse()
+        .arg("run")
+        .arg("--config")
+        .arg(&path)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(secs));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(path);
+    String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn logs_say_why_a_backend_down_from_the_start_is_down_without_colours_and_with_quoted_values() {
+    let text = run_against_a_closed_port("probe-text", "log_filter = \"info\"", 2);
+    assert!(!text.contains('\u{1b}'), "ANSI escapes written to a pipe:\n{text}");
+    let failed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("backend health probe failed"))
+        .collect();
+    // Probes every 100 ms for 2 s fail with one error: logged once.
+    assert_eq!(failed.len(), 1, "{text}");
+    let line = failed[0];
+    assert!(line.contains(" WARN ") && line.contains("cluster=gone"), "{line}");
+    // The error holds spaces: quoted, so the line splits into fields.
+    let error = line.split(" error=").nth(1).unwrap_or("");
+    assert!(
+        error.starts_with('"') && error.ends_with('"') && error.len() > 2,
+        "{line}"
+    );
+}
+
+#[test]
+fn json_logs_are_one_object_a_line_with_the_probes_cause() {
+    let text = run_against_a_closed_port("probe-json", "log_format = \"json\"", 2);
+    let mut probe = None;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(v["level"].is_string() && v["timestamp"].is_string(), "{line}");
+        if v["message"] == "backend health probe failed" {
+            probe = Some(v);
+        }
+    }
+    let probe = probe.unwrap_or_else(|| panic!("no probe failure logged:\n{text}"));
+    assert_eq!(probe["level"], "WARN");
+    assert_eq!(probe["cluster"], "gone");
+    assert!(probe["error"].as_str().is_some_and(|e| !e.is_empty()), "{probe}");
+}
+
+#[test]
+fn a_reload_applies_a_new_log_filter() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let admin = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let config = |filter: &str| {
+        format!(
+            r#"[proxy]
+log_filter = "{filter}"
+
+[admin]
+listen = "{admin}"
+
+[[clusters]]
+name = "main"
+engine = "postgres"
+backends = ["{closed}"]
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "main"
+role = "read_write"
+"#
+        )
+    };
+    let path = temp_file("reload-filter.toml", &config("error"));
+    let mut child = gatehouse()
+        .arg("run")
+        .arg("--config")
+        .arg(&path)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut answer = None;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::fs::write(&path, config("info")).unwrap();
+        if let Ok(r) = gatehouse_testkit::http::request(admin, "POST", "/api/reload", None) {
+            answer = Some(r);
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let logs = String::from_utf8(out.stdout).unwrap();
+    let answer = answer.expect("the admin API never answered");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(answer.body.contains("proxy.log_filter changed to"), "{}", answer.body);
+    // At "error" the start logged nothing at INFO; the reload's own INFO
+    // lines come after the new filter took effect.
+    let before = logs.lines().take_while(|l| !l.contains("reloaded"));
+    assert!(before.filter(|l| l.contains(" INFO ")).count() == 0, "{logs}");
+    assert!(logs.contains("configuration reloaded"), "{logs}");
 }
