@@ -47,6 +47,8 @@ pub struct App {
     parking: Option<ParkingLot>,
     reloader: Arc<Reloader>,
     shutdown_tx: watch::Sender<bool>,
+    /// What console sessions' commands run on (see [`crate::console`]).
+    _console: Arc<dyn crate::console::Commands>,
 }
 
 impl App {
@@ -84,8 +86,18 @@ impl App {
         ));
         let endpoints = Arc::new(Endpoints::bind(&settings, pg.clone(), mysql.clone()).await?);
         let cores: Vec<Arc<dyn CoreView>> = vec![pg.clone(), mysql.clone()];
-        let reloader = Arc::new(Reloader::new(settings.clone(), cores, endpoints.clone()));
+        let reloader = Arc::new(Reloader::new(settings.clone(), cores.clone(), endpoints.clone()));
+        // Both cores answer console sessions with the one console over
+        // every core (held here; the cores hold it weakly).
+        let console: Arc<dyn crate::console::Commands> = Arc::new(admin::console::Console {
+            cores,
+            endpoints: endpoints.clone(),
+            reloader: reloader.clone(),
+        });
+        let _ = pg.console.set(Arc::downgrade(&console));
+        let _ = mysql.console.set(Arc::downgrade(&console));
         Ok(App {
+            _console: console,
             settings,
             endpoints,
             admin,

@@ -33,6 +33,8 @@ pub struct Inspector {
     rules: Option<SessionRules>,
     /// The session's own counts, logged when it ends ([`crate::session_log`]).
     session: crate::session_log::SessionLog,
+    /// What the console lists of the session, once it logged in.
+    info: Option<Arc<crate::cancel::ClientInfo>>,
 }
 
 impl Drop for Inspector {
@@ -124,13 +126,30 @@ impl Inspector {
             from: settings.rules.clone(),
             rules: None,
             session: crate::session_log::SessionLog::new(),
+            info: None,
         };
         me.filter();
         me
     }
 
-    /// Logs the session's login (its end is logged when it is dropped).
-    pub fn logged_in(&self, tls: bool) {
+    /// Logs the session's login (its end is logged when it is dropped),
+    /// and describes the session in its cancel registry (the console's
+    /// list of clients).
+    pub fn logged_in<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>) {
+        self.login(tls, key, false);
+    }
+
+    /// [`Self::logged_in`] for a session of the admin console.
+    pub fn logged_in_console<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>) {
+        self.login(tls, key, true);
+    }
+
+    fn login<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>, console: bool) {
+        let mut info = crate::cancel::ClientInfo::new(&self.tenant, &self.database, &self.endpoint, self.client, tls);
+        info.console = console;
+        let info = Arc::new(info);
+        key.describe(info.clone());
+        self.info = Some(info);
         tracing::info!(
             tenant = %self.tenant,
             database = %self.database,
@@ -149,6 +168,9 @@ impl Inspector {
     /// The session was pinned for `reason` (for its end line).
     pub fn pinned(&mut self, reason: &'static str) {
         self.session.pinned(reason);
+        if let Some(info) = &self.info {
+            let _ = info.pin.set(reason);
+        }
     }
 
     fn filter(&mut self) {
@@ -164,6 +186,9 @@ impl Inspector {
     pub fn set_database(&mut self, database: &str) {
         if self.database != database {
             database.clone_into(&mut self.database);
+            if let Some(info) = &self.info {
+                info.set_database(database);
+            }
             self.filter();
         }
     }

@@ -8,6 +8,7 @@ pub mod app;
 pub mod auth;
 pub mod cancel;
 pub mod config;
+pub mod console;
 pub mod core;
 pub mod digests;
 pub mod endpoints;

@@ -74,6 +74,15 @@ impl<E: Engine> Core<E> {
         tenant: &crate::config::Tenant,
         database: &str,
     ) -> Result<Admitted<E>, ProxyError> {
+        if self.is_disabled(&endpoint.name) {
+            return Err(ProxyError::new(
+                Condition::NotAllowed,
+                format!(
+                    "endpoint \"{}\" is disabled: it takes no new logins (the console's ENABLE opens it)",
+                    endpoint.name
+                ),
+            ));
+        }
         let slot = self.admit_tenant(tenant)?;
         let pool = self.initial_pool(endpoint, &tenant.secret, database)?;
         Ok(Admitted {

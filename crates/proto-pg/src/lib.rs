@@ -11,6 +11,7 @@ pub mod backend_startup;
 pub mod extended;
 pub mod frame;
 pub mod messages;
+pub mod results;
 pub mod sqlstate;
 pub mod startup;
 

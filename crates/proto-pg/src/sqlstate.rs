@@ -29,3 +29,12 @@ pub const INTERNAL_ERROR: &str = "XX000";
 pub const QUERY_CANCELED: &str = "57014";
 /// `in_failed_sql_transaction`: statements in an aborted transaction block.
 pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
+/// syntax_error: a statement the server (or the proxy's console) cannot read.
+pub const SYNTAX_ERROR: &str = "42601";
+/// insufficient_privilege: the role may not run the command.
+pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
+/// undefined_object: the command names something that does not exist.
+pub const UNDEFINED_OBJECT: &str = "42704";
+/// object_not_in_prerequisite_state: it exists, but the command cannot be
+/// carried out now.
+pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";

@@ -11,6 +11,7 @@
 //! token, verifier or secret value. With `[admin] token_file`, every request
 //! but the two probes must carry `Authorization: Bearer <token>`.
 
+pub mod console;
 mod metrics;
 pub mod view;
 

@@ -111,6 +111,32 @@ pub trait CoreView: Send + Sync {
     fn reset_digests(&self);
     /// The configuration the engine runs with now (its query rules).
     fn settings_now(&self) -> Arc<Settings>;
+    /// The engine's name (`postgres`, `mysql`).
+    fn engine_name(&self) -> &'static str;
+    /// The engine's logged-in clients, by id.
+    fn clients(&self) -> Vec<crate::cancel::ClientRow>;
+    /// The engine's idle backend connections (those lent out are the
+    /// active clients' `server`).
+    fn idle_servers(&self) -> Vec<IdleServer>;
+    /// Asks client `id` of this engine to end; false when it has none.
+    fn kill(&self, id: u32) -> bool;
+    /// Closes `endpoint` to new logins or opens it again; `None` when it
+    /// is not this engine's.
+    fn set_disabled(&self, endpoint: &str, disabled: bool) -> Option<()>;
+    /// Whether `endpoint` is closed to new logins.
+    fn is_disabled(&self, endpoint: &str) -> bool;
+}
+
+/// An idle backend connection in a pool.
+#[derive(Debug, Clone)]
+pub struct IdleServer {
+    pub cluster: String,
+    pub backend: String,
+    pub user: String,
+    pub database: String,
+    pub server_id: u32,
+    pub age: std::time::Duration,
+    pub idle_for: std::time::Duration,
 }
 
 /// A switchover under way: resolves to the new writer, or why it failed.
@@ -163,6 +189,56 @@ impl<E: Engine> CoreView for Core<E> {
 
     fn settings_now(&self) -> Arc<Settings> {
         self.settings_arc()
+    }
+
+    fn engine_name(&self) -> &'static str {
+        E::NAME
+    }
+
+    fn clients(&self) -> Vec<crate::cancel::ClientRow> {
+        self.cancels.clients()
+    }
+
+    fn idle_servers(&self) -> Vec<IdleServer> {
+        let mut out = Vec::new();
+        for p in self.pools.all() {
+            let k = p.key();
+            for (server_id, age, idle_for) in p.idle_servers() {
+                out.push(IdleServer {
+                    cluster: k.cluster.clone(),
+                    backend: k.backend.clone(),
+                    user: k.user.clone(),
+                    database: k.database.clone(),
+                    server_id,
+                    age,
+                    idle_for,
+                });
+            }
+        }
+        out
+    }
+
+    fn kill(&self, id: u32) -> bool {
+        self.cancels.terminate(id)
+    }
+
+    fn set_disabled(&self, endpoint: &str, disabled: bool) -> Option<()> {
+        let settings = self.settings();
+        settings
+            .endpoints
+            .iter()
+            .find(|e| e.name == endpoint && e.cluster.engine == E::KIND)?;
+        let mut set = self.disabled.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if disabled {
+            set.insert(endpoint.to_owned());
+        } else {
+            set.remove(endpoint);
+        }
+        Some(())
+    }
+
+    fn is_disabled(&self, endpoint: &str) -> bool {
+        Core::is_disabled(self, endpoint)
     }
 
     fn readiness(&self) -> Vec<Readiness> {

@@ -74,6 +74,9 @@ pub enum LeaseWait<O> {
 pub trait CancelTarget: Clone + Send + Sync + 'static {
     /// The connection's cancels in flight.
     fn flight(&self) -> &Arc<CancelFlight>;
+    /// The server's address and the connection's own id there
+    /// (PostgreSQL's backend pid, MySQL's thread id), for the console.
+    fn server(&self) -> (&str, u32);
 }
 
 /// A target looked up for a cancel, counted in flight on its connection
@@ -134,6 +137,8 @@ impl<T: Clone> CancelSlot<T> {
     /// as in an idle wait.
     pub async fn unless_cancelled<F: std::future::Future>(&self, wait: F) -> LeaseWait<F::Output> {
         self.cancel_asked.store(false, Ordering::Release);
+        let since = u64::try_from(self.born.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.wait_from_us.store(since, Ordering::Relaxed);
         self.waiting.store(true, Ordering::Release);
         let asked = std::future::poll_fn(|cx| {
             self.idle.register(cx.waker());

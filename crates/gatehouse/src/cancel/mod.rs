@@ -37,7 +37,9 @@ use std::task::{Context, Poll, Waker};
 
 use futures_util::task::AtomicWaker;
 
+mod clients;
 mod flight;
+pub use clients::{ClientInfo, ClientRow, ClientState};
 pub use flight::{CANCEL_SETTLE_LIMIT, CancelFlight, CancelTarget, Claimed, InFlight, LeaseWait};
 
 use subtle::ConstantTimeEq;
@@ -61,6 +63,11 @@ pub struct CancelSlot<T> {
     idle: AtomicWaker,
     /// The parking cycle: [`BUSY`], [`IDLE`], [`SEEN`] or [`PARK`].
     park: AtomicU8,
+    /// When the slot was made, and when (in microseconds after that) the
+    /// session's current wait for a connection began (the console's
+    /// `wait` and `maxwait`).
+    born: std::time::Instant,
+    wait_from_us: std::sync::atomic::AtomicU64,
 }
 
 /// Parking cycle: the session is not waiting idle (or cannot park).
@@ -82,6 +89,8 @@ impl<T> CancelSlot<T> {
             closing: AtomicBool::new(false),
             idle: AtomicWaker::new(),
             park: AtomicU8::new(BUSY),
+            born: std::time::Instant::now(),
+            wait_from_us: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -183,6 +192,8 @@ struct Entry<T> {
     secret: u32,
     /// The tenant that owns the session, once known (see [`CancelKey::claim`]).
     owner: Option<Arc<str>>,
+    /// Who the session is, once logged in (see [`CancelKey::describe`]).
+    info: Option<Arc<ClientInfo>>,
     /// The endpoint the session came in through.
     endpoint: Option<Arc<crate::config::EndpointSettings>>,
     slot: Arc<CancelSlot<T>>,
@@ -269,6 +280,7 @@ impl<T: Clone> CancelRegistry<T> {
             Entry {
                 secret,
                 owner: None,
+                info: None,
                 endpoint: endpoint.cloned(),
                 slot: slot.clone(),
             },

@@ -13,6 +13,10 @@ impl CancelTarget for Target {
     fn flight(&self) -> &Arc<CancelFlight> {
         &self.1
     }
+
+    fn server(&self) -> (&str, u32) {
+        (self.0, 1)
+    }
 }
 
 fn target(name: &'static str) -> Target {

@@ -5,6 +5,7 @@
 
 mod changes;
 mod clusters;
+mod console;
 mod credentials;
 mod directory;
 pub mod model;

@@ -272,6 +272,8 @@ pub struct Settings {
     pub rules: Arc<crate::rules::Rules>,
     /// `[digests]`: per-digest statistics.
     pub digests: DigestSettings,
+    /// `[console]`: who may use the SQL admin console, and its database name.
+    pub console: ConsoleSettings,
     /// The file these settings were read from, which a reload reads again;
     /// `None` for settings parsed from text.
     pub source: Option<std::path::PathBuf>,
@@ -285,6 +287,30 @@ pub struct DigestSettings {
     pub enabled: bool,
     /// The top-K store's capacity.
     pub max_digests: usize,
+}
+
+/// `[console]`: the SQL admin console, reached as database
+/// [`Self::database`] on any endpoint by the tenants listed here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleSettings {
+    pub database: String,
+    /// Tenants that may run every console command.
+    pub admin_users: Vec<String>,
+    /// Tenants that may run `SHOW` commands only.
+    pub monitor_users: Vec<String>,
+}
+
+impl ConsoleSettings {
+    /// What `tenant` may do on the console, if anything.
+    pub fn role_of(&self, tenant: &str) -> Option<crate::console::Role> {
+        if self.admin_users.iter().any(|u| u == tenant) {
+            Some(crate::console::Role::Admin)
+        } else if self.monitor_users.iter().any(|u| u == tenant) {
+            Some(crate::console::Role::Monitor)
+        } else {
+            None
+        }
+    }
 }
 
 /// `[admin]`: where the admin HTTP API listens and the token it requires.

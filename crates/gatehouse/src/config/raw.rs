@@ -27,8 +27,20 @@ pub struct RawConfig {
     pub tokens: Option<Spanned<RawTokens>>,
     pub admin: Option<Spanned<RawAdmin>>,
     pub digests: Option<Spanned<RawDigests>>,
+    pub console: Option<Spanned<RawConsole>>,
     #[serde(default)]
     pub rules: Vec<RawRule>,
+}
+
+/// `[console]`: the SQL admin console, a virtual database on every endpoint.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConsole {
+    pub database: Option<Spanned<String>>,
+    #[serde(default)]
+    pub admin_users: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub monitor_users: Vec<Spanned<String>>,
 }
 
 /// `[admin]`: the admin HTTP listener (metrics, pools, reload).

@@ -49,6 +49,11 @@ pub struct Core<E: Engine> {
     /// Per-digest statistics, with `[digests] enabled`; a reload that
     /// changes `[digests]` starts a new store (or drops it).
     pub digests: arc_swap::ArcSwapOption<crate::digests::DigestStats>,
+    /// What runs the console's commands (the app's, over every core; set
+    /// once the app is built, held weakly: the app holds the cores).
+    pub console: std::sync::OnceLock<std::sync::Weak<dyn crate::console::Commands>>,
+    /// Endpoints the console's `DISABLE` closed to new logins, by name.
+    pub disabled: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl<E: Engine> Core<E> {
@@ -114,6 +119,19 @@ impl<E: Engine> Core<E> {
         })
     }
 
+    /// Whether the console's `DISABLE` closed `endpoint` to new logins.
+    pub fn is_disabled(&self, endpoint: &str) -> bool {
+        self.disabled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(endpoint)
+    }
+
+    /// The console's command runner, while the app is up.
+    pub fn console(&self) -> Option<Arc<dyn crate::console::Commands>> {
+        self.console.get().and_then(std::sync::Weak::upgrade)
+    }
+
     /// The cap on `tenant`'s backend connections in use, if it has one.
     pub fn tenant_backend_cap(&self, tenant: &crate::config::Tenant) -> Option<crate::pool::TenantCap> {
         let limit = tenant.max_backend_connections?;
@@ -151,6 +169,8 @@ impl<E: Engine> Core<E> {
             cancels: Arc::new(CancelRegistry::default()),
             stats: crate::stats::Stats::default(),
             digests: arc_swap::ArcSwapOption::new(digest_store(&settings)),
+            console: std::sync::OnceLock::new(),
+            disabled: Default::default(),
             engine: Arc::new(engine),
             settings: ArcSwap::new(settings),
             auth_mock_seed: rand::random(),

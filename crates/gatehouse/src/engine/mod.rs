@@ -84,6 +84,10 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// its cancel targets carry): the pool lends it to nobody before then.
     fn cancel_flight(conn: &Self::Conn) -> &Arc<crate::cancel::CancelFlight>;
 
+    /// The connection's own id on its server (PostgreSQL's backend pid,
+    /// MySQL's thread id), for the console's `SHOW SERVERS`.
+    fn server_id(conn: &Self::Conn) -> u32;
+
     /// Cheap check, without I/O waits, that an idle connection is still open.
     fn is_usable(&self, conn: &mut Self::Conn) -> bool;
 

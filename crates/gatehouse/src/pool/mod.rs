@@ -112,6 +112,17 @@ impl<E: Engine> Pool<E> {
         self.open.load(Ordering::Relaxed)
     }
 
+    /// The idle connections: each one's id on its server, and how long
+    /// ago it was opened and last given back (the console's `SHOW SERVERS`).
+    pub fn idle_servers(&self) -> Vec<(u32, std::time::Duration, std::time::Duration)> {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|p| (E::server_id(&p.conn), p.created.elapsed(), p.idle_since.elapsed()))
+            .collect()
+    }
+
     /// Places lent out now (a lease whose connection is still being opened
     /// counts).
     pub fn leased_count(&self) -> usize {

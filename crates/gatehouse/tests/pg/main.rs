@@ -8,6 +8,7 @@ mod admin;
 mod auth;
 mod bad_input;
 mod cancel;
+mod console;
 mod differential;
 mod limits;
 mod own;
@@ -524,6 +525,7 @@ fn main() -> ExitCode {
     cases.extend(scale::cases());
     cases.extend(abuse::cases());
     cases.extend(admin::cases());
+    cases.extend(console::cases());
     cases.extend(park::cases());
     cases.extend(cancel::cases());
     cases.extend(prepared::cases());

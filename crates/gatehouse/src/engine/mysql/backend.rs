@@ -139,6 +139,10 @@ impl crate::cancel::CancelTarget for MyCancelTarget {
     fn flight(&self) -> &Arc<CancelFlight> {
         &self.flight
     }
+
+    fn server(&self) -> (&str, u32) {
+        (&self.addr, self.connection_id)
+    }
 }
 
 impl MyCancelTarget {

@@ -123,7 +123,7 @@ impl Session {
             &self.endpoint.name,
             Some(self.peer),
         );
-        self.inspect.logged_in(stream.is_tls());
+        self.inspect.logged_in(stream.is_tls(), &self.cancel);
         self.tenant = tenant;
         let collation = request.charset.and_then(|c| u8::try_from(c).ok());
         if let Some(c) = collation {

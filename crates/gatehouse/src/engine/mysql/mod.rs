@@ -203,6 +203,10 @@ impl Engine for MyEngine {
         conn.cancel.flight()
     }
 
+    fn server_id(conn: &MyConn) -> u32 {
+        conn.connection_id
+    }
+
     async fn cancel(&self, target: MyCancelTarget) -> Result<(), ProxyError> {
         backend::cancel(target).await
     }

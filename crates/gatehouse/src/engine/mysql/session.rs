@@ -73,8 +73,9 @@ pub fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) -> impl Future<Outpu
     async move {
         let Some(e) = logging_in.await else { return };
         let Established { stream, buf, start } = *e;
-        let session = super::txn::start(core, start);
-        session.inspect.logged_in(stream.is_tls());
+        let mut session = super::txn::start(core, start);
+        let super::txn::Session { inspect, cancel, .. } = &mut *session;
+        inspect.logged_in(stream.is_tls(), cancel);
         super::parked::drive(session, stream, buf).await;
     }
 }

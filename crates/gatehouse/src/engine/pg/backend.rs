@@ -79,6 +79,10 @@ impl crate::cancel::CancelTarget for PgCancelTarget {
     fn flight(&self) -> &Arc<CancelFlight> {
         &self.flight
     }
+
+    fn server(&self) -> (&str, u32) {
+        (&self.addr, self.pid)
+    }
 }
 
 fn io_error(addr: &str, e: impl std::fmt::Display) -> ProxyError {

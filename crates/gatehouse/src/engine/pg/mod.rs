@@ -3,6 +3,7 @@
 //! [`backend`], and the mapping of proxy errors to SQLSTATEs.
 
 pub mod backend;
+mod console;
 pub mod greeting;
 mod handover;
 pub mod login;
@@ -84,6 +85,10 @@ impl Engine for PgEngine {
 
     fn cancel_flight(conn: &PgConn) -> &std::sync::Arc<crate::cancel::CancelFlight> {
         &conn.cancels
+    }
+
+    fn server_id(conn: &PgConn) -> u32 {
+        conn.key.map_or(0, |(pid, _)| pid)
     }
 
     async fn cancel(&self, target: PgCancelTarget) -> Result<(), ProxyError> {

@@ -29,7 +29,7 @@ struct LoggedIn {
     stream: ClientStream,
     endpoint: Arc<EndpointSettings>,
     params: Vec<(String, String)>,
-    admitted: crate::router::Admitted<PgEngine>,
+    admitted: Entry,
     _admission: Option<tokio::sync::OwnedSemaphorePermit>,
     _drain: crate::app::DrainGuard,
 }
@@ -76,12 +76,19 @@ async fn start(
         _drain,
     } = session;
     let cancel = core.cancels.register_on(Some(&endpoint));
+    let admitted = match admitted {
+        Entry::Pooled(a) => a,
+        Entry::Console(role) => {
+            console(core, stream, &endpoint, &params, peer, cancel, role).await;
+            return None;
+        }
+    };
     let crate::router::Admitted {
         slot: _tenant_slot,
         cap,
         pool,
     } = admitted;
-    let inspect = {
+    let mut inspect = {
         let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         let user = param("user").unwrap_or_default();
         let database = param("database").unwrap_or(user);
@@ -93,7 +100,7 @@ async fn start(
             Some(peer.ip()),
         ))
     };
-    inspect.logged_in(stream.is_tls());
+    inspect.logged_in(stream.is_tls(), &cancel);
     match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel, inspect)).await {
         Ok(Some(tx)) => Some((
             Box::new(Live {
@@ -109,6 +116,38 @@ async fn start(
         Ok(None) => None,
         Err(e) => fail(&core.stats, Some(&mut stream), &e, peer).await,
     }
+}
+
+/// A console user's session, from the greeting to its end (logged as
+/// any session's is).
+async fn console(
+    core: &Arc<Core<PgEngine>>,
+    mut stream: ClientStream,
+    endpoint: &EndpointSettings,
+    params: &[(String, String)],
+    peer: std::net::SocketAddr,
+    cancel: crate::cancel::CancelKey<super::backend::PgCancelTarget>,
+    role: crate::console::Role,
+) {
+    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let user = param("user").unwrap_or_default();
+    let mut inspect = crate::inspect::Inspector::new(
+        &core.settings(),
+        user,
+        param("database").unwrap_or(user),
+        &endpoint.name,
+        Some(peer.ip()),
+    );
+    inspect.logged_in_console(stream.is_tls(), &cancel);
+    if let Err(e) = super::console::serve(core, &mut stream, &cancel, user, role).await {
+        let _: Option<()> = fail(&core.stats, Some(&mut stream), &e, peer).await;
+    }
+}
+
+/// What a login leads to: a pooled session, or the admin console.
+enum Entry {
+    Pooled(Admitted),
+    Console(crate::console::Role),
 }
 
 /// TLS, startup, cancel requests, admission and authentication, within the
@@ -215,7 +254,7 @@ async fn admit(
     minor: u16,
     params: &[(String, String)],
     unsupported: &[String],
-) -> Result<Option<Admitted>, ProxyError> {
+) -> Result<Option<Entry>, ProxyError> {
     let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let Some(user) = param("user").filter(|u| !u.is_empty()) else {
         return Err(ProxyError::new(
@@ -278,6 +317,11 @@ async fn admit(
             "password authentication failed",
         ));
     };
+    if database == settings.console.database
+        && let Some(role) = settings.console.role_of(&tenant.name)
+    {
+        return Ok(Some(Entry::Console(role)));
+    }
     if !tenant.may_use(&database) {
         // The same answer whether or not the database exists.
         return Err(ProxyError::new(
@@ -285,7 +329,7 @@ async fn admit(
             format!("no access to database \"{database}\" for user \"{user}\""),
         ));
     }
-    Ok(Some(core.admit(endpoint, &tenant, &database)?))
+    Ok(Some(Entry::Pooled(core.admit(endpoint, &tenant, &database)?)))
 }
 
 /// Startup parameters the client asked for, as (name, value) to SET on the
