@@ -524,4 +524,5 @@ fn split_endpoints_read_their_writes_unless_told_not_to() {
     );
 }
 
+mod console;
 mod rules;

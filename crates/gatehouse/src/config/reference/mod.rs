@@ -47,6 +47,7 @@ pub struct Key {
 pub const SECTIONS: &[Section] = &[
     proxy::PROXY,
     proxy::ADMIN,
+    proxy::CONSOLE,
     clusters::CLUSTERS,
     clusters::POOL,
     endpoints::ENDPOINTS,

@@ -1,4 +1,5 @@
-//! The reference for the process-wide sections: `[proxy]` and `[admin]`.
+//! The reference for the process-wide sections: `[proxy]`, `[admin]` and
+//! `[console]`.
 
 use super::{Key, Section};
 
@@ -111,6 +112,38 @@ pub(super) const ADMIN: Section = Section {
                     every request but `/api/health` and `/api/ready` must then send \
                     `Authorization: Bearer <token>`. No default: without it no token is asked for, \
                     so listen on a loopback address. A change takes a restart.",
+        },
+    ],
+};
+
+pub(super) const CONSOLE: Section = Section {
+    name: "[console]",
+    about: "The SQL admin console: a virtual database on every endpoint, answered by Gatehouse itself over the \
+            endpoint's own protocol (psql, the mysql client, any driver's simple queries), like PgBouncer's \
+            `pgbouncer` database. `SHOW HELP` on it lists the commands. Optional: without it nobody can use it.",
+    keys: &[
+        Key {
+            name: "database",
+            kind: "string",
+            default: Some("gatehouse"),
+            about: "The database name that reaches the console, 1 to 63 bytes. A tenant listed below that asks for \
+                    it gets the console instead of a backend. Applied by a reload (new logins).",
+        },
+        Key {
+            name: "admin_users",
+            kind: "list of strings",
+            default: Some("[]"),
+            about: "Tenants that may run every console command: `SHOW ...`, `PAUSE`, `RESUME`, `DISABLE`, \
+                    `ENABLE`, `DRAIN`, `UNDRAIN`, `SWITCHOVER`, `RELOAD`, `KILL` (PgBouncer's `admin_users`). Each \
+                    must be a tenant. Applied by a reload (new logins).",
+        },
+        Key {
+            name: "monitor_users",
+            kind: "list of strings",
+            default: Some("[]"),
+            about: "Tenants that may run `SHOW` commands only; any other command is refused with \
+                    permission denied (SQLSTATE 42501, MySQL error 1227), as PgBouncer's `stats_users`. Each \
+                    must be a tenant, and not also in `admin_users`. Applied by a reload (new logins).",
         },
     ],
 };

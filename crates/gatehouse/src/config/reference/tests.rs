@@ -375,6 +375,7 @@ struct Slots {
     endpoint: String,
     tenant: String,
     digests: String,
+    console: String,
     rule: String,
 }
 
@@ -388,6 +389,7 @@ fn config_with(engine: &str, role: &str, slots: &Slots) -> String {
         endpoint,
         tenant,
         digests,
+        console,
         rule,
     } = slots;
     format!(
@@ -425,6 +427,9 @@ mysql_native_password = "*0123456789ABCDEF0123456789ABCDEF01234567"
 
 [digests]
 {digests}
+
+[console]
+{console}
 
 [[rules]]
 name = "r"
@@ -469,6 +474,7 @@ fn every_documented_default_is_what_the_validator_applies_without_the_key() {
                 "[[endpoints]]" => &mut slots.endpoint,
                 "[[tenants]]" => &mut slots.tenant,
                 "[digests]" => &mut slots.digests,
+                "[console]" => &mut slots.console,
                 "[[rules]]" => &mut slots.rule,
                 // Needs key files; its defaults are the named constants
                 // checked in `documented_defaults_match_the_named_constants`.
