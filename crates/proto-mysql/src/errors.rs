@@ -55,6 +55,10 @@ errors! {
     ER_BAD_DB_ERROR = 1049, "42000";
     /// Server shutdown in progress.
     ER_SERVER_SHUTDOWN = 1053, "08S01";
+    /// "You have an error in your SQL syntax".
+    ER_PARSE_ERROR = 1064, "42000";
+    /// "Query was empty".
+    ER_EMPTY_QUERY = 1065, "42000";
     /// Unknown thread id (KILL of a connection that does not exist).
     ER_NO_SUCH_THREAD = 1094, "HY000";
     /// Unknown error.

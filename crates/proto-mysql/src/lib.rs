@@ -31,6 +31,7 @@ pub mod lenenc;
 pub mod packets;
 pub mod prepare;
 pub mod response;
+pub mod results;
 pub mod session_track;
 pub mod stmt_execute;
 

@@ -4,6 +4,7 @@
 //! client, sysbench). Each case is a libtest-mimic trial sharing the cluster.
 
 mod auth;
+mod console;
 mod differential;
 mod kill;
 mod park;
@@ -469,6 +470,7 @@ fn main() -> ExitCode {
     cases.extend(txn::cases());
     cases.extend(session::cases());
     cases.extend(kill::cases());
+    cases.extend(console::cases());
     cases.extend(tokens::cases());
     cases.extend(differential::cases());
     cases.extend(plugins::cases());

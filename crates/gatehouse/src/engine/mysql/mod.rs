@@ -30,6 +30,7 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_PLUGIN_AUTH
     | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
 
+mod console;
 pub mod kill;
 mod lease;
 pub mod login;

@@ -149,6 +149,35 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         }
     };
     let database = response.database.clone().filter(|d| !d.is_empty());
+    let console = core.settings().console.clone();
+    if database.as_deref() == Some(console.database.as_str())
+        && let Some(role) = console.role_of(&tenant.name)
+    {
+        let mut inspect = crate::inspect::Inspector::new(
+            &core.settings(),
+            &tenant.name,
+            &console.database,
+            &endpoint.name,
+            Some(peer.ip()),
+        );
+        inspect.logged_in_console(phase.stream.is_tls(), &cancel);
+        let Phase {
+            mut stream, buf, seq, ..
+        } = phase;
+        let served = Box::pin(super::console::serve(
+            &core,
+            &mut stream,
+            buf,
+            seq,
+            &cancel,
+            &tenant.name,
+            role,
+        ));
+        if let Err((seq, e)) = served.await {
+            fail(&core, Some(&mut stream), seq, &e).await;
+        }
+        return None;
+    }
     if let Some(db) = &database
         && !tenant.may_use(db)
     {
