@@ -108,7 +108,8 @@ fn show_tables(ctx: &Ctx) -> Result<()> {
         let mut console = mysql_async::Conn::new(opts(&p, "alice", "alice-pw", "gatehouse")).await?;
         let mut app = mysql_async::Conn::new(opts(&p, "alice", "alice-pw", "app1")).await?;
         app.query_drop("START TRANSACTION").await?;
-        let thread: Option<u64> = app.query_first("SELECT CONNECTION_ID()").await?;
+        // The backend's own thread id (CONNECTION_ID() is the proxy's id).
+        let thread: Option<u64> = app.query_first("SELECT @@pseudo_thread_id").await?;
         let thread = thread.context("no thread id")?;
 
         let clients = rows(&mut console, "SHOW CLIENTS").await?;

@@ -25,6 +25,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ),
         ("kill::a_late_kill_query_reaches_no_other_client", late_kill_query),
         (
+            "kill::connection_id_processlist_and_kill_share_one_id_space",
+            one_id_space,
+        ),
+        (
             "kill::kill_query_reaches_a_statement_waiting_for_a_connection",
             waiting_kill_query,
         ),
@@ -36,6 +40,63 @@ fn server_code(e: &mysql_async::Error) -> Option<u16> {
         mysql_async::Error::Server(s) => Some(s.code),
         _ => None,
     }
+}
+
+/// `CONNECTION_ID()` (text and prepared), `SHOW PROCESSLIST` and `KILL`
+/// agree: the id is the one the handshake gave, whichever backend
+/// connection runs the statement; the list holds this tenant's sessions
+/// only; the id it lists for another session is the one `KILL` ends.
+fn one_id_space(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut a = ctx.conn("kill", "alice", "alice-pw", "app1").await?;
+        let mut b = ctx.conn("kill", "alice", "alice-pw", "app1").await?;
+        let other = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
+        let said: Option<u64> = a.query_first("SELECT CONNECTION_ID()").await?;
+        ensure!(said == Some(u64::from(a.id())), "{said:?} vs handshake id {}", a.id());
+        let prepared: Option<u64> = a.exec_first("SELECT CONNECTION_ID() + ?", (0,)).await?;
+        ensure!(prepared == Some(u64::from(a.id())), "prepared: {prepared:?}");
+        let b_said: Option<u64> = b.query_first("select connection_id()").await?;
+        ensure!(b_said == Some(u64::from(b.id())), "{b_said:?}");
+        let other_id = other.id();
+
+        let rows: Vec<mysql_async::Row> = a.query("SHOW PROCESSLIST").await?;
+        let listed: Vec<(u64, String, String)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get::<u64, _>("Id").unwrap_or_default(),
+                    r.get::<String, _>("User").unwrap_or_default(),
+                    r.get::<String, _>("Command").unwrap_or_default(),
+                )
+            })
+            .collect();
+        ensure!(
+            listed
+                .iter()
+                .any(|(id, user, _)| *id == u64::from(a.id()) && user == "alice"),
+            "{listed:?}"
+        );
+        ensure!(
+            listed
+                .iter()
+                .any(|(id, _, cmd)| *id == u64::from(b.id()) && cmd == "Sleep"),
+            "{listed:?}"
+        );
+        ensure!(
+            listed.iter().all(|(id, ..)| *id != u64::from(other_id)),
+            "another tenant listed: {listed:?}"
+        );
+        let full: Vec<mysql_async::Row> = a.query("SHOW FULL PROCESSLIST").await?;
+        ensure!(full.len() == rows.len());
+
+        // The id the list gives ends that session.
+        a.query_drop(format!("KILL {}", b.id())).await?;
+        let after = tokio::time::timeout(Duration::from_secs(5), b.query_drop("SELECT 1"))
+            .await
+            .context("the killed session hung")?;
+        ensure!(after.as_ref().is_err_and(connection_gone), "{after:?}");
+        Ok(())
+    })
 }
 
 /// What a client of a killed connection sees: the connection closed (or
@@ -104,7 +165,7 @@ fn kill_idle(ctx: &Ctx) -> Result<()> {
         let mut txn = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
         txn.query_drop("BEGIN").await?;
         txn.query_drop("INSERT INTO killed VALUES (1)").await?;
-        let backend: Option<u64> = txn.query_first("SELECT CONNECTION_ID()").await?;
+        let backend: Option<u64> = txn.query_first("SELECT @@pseudo_thread_id").await?;
         killer.query_drop(format!("KILL CONNECTION {}", txn.id())).await?;
         let e = txn
             .query_drop("SELECT 1")
@@ -117,7 +178,7 @@ fn kill_idle(ctx: &Ctx) -> Result<()> {
         ensure!(pool == (1, 0), "the backend connection was not returned: {pool:?}");
         let mut next = ctx.conn("kill", "bob", "bob-pw", "app2").await?;
         let row: Option<(u64, i64, i64)> = next
-            .query_first("SELECT CONNECTION_ID(), @@in_transaction, (SELECT COUNT(*) FROM killed)")
+            .query_first("SELECT @@pseudo_thread_id, @@in_transaction, (SELECT COUNT(*) FROM killed)")
             .await?;
         let backend = backend.context("no connection id")?;
         ensure!(
@@ -142,7 +203,7 @@ fn kill_busy(ctx: &Ctx) -> Result<()> {
         victim.query_drop("BEGIN").await?;
         victim.query_drop("INSERT INTO killed VALUES (1)").await?;
         let backend: u64 = victim
-            .query_first("SELECT CONNECTION_ID()")
+            .query_first("SELECT @@pseudo_thread_id")
             .await?
             .context("no connection id")?;
         let started = Instant::now();

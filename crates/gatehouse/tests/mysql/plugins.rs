@@ -103,8 +103,8 @@ fn backend_chain(ctx: &Ctx) -> Result<()> {
         a.query_drop("BEGIN").await?;
         b.query_drop("BEGIN").await?;
         let ids: Vec<Option<u64>> = vec![
-            a.query_first("SELECT CONNECTION_ID()").await?,
-            b.query_first("SELECT CONNECTION_ID()").await?,
+            a.query_first("SELECT @@pseudo_thread_id").await?,
+            b.query_first("SELECT @@pseudo_thread_id").await?,
         ];
         ensure!(ids[0].is_some() && ids[0] != ids[1], "{ids:?}");
         let v: Option<String> = b.query_first("SELECT v FROM t WHERE id = 2").await?;

@@ -113,7 +113,7 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
                 let all_in = all_in.clone();
                 async move {
                     c.query_drop("START TRANSACTION").await?;
-                    let id: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await?;
+                    let id: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").await?;
                     all_in.wait().await;
                     c.query_drop("COMMIT").await?;
                     anyhow::Ok(id)

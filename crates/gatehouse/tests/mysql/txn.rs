@@ -314,7 +314,7 @@ fn autocommit_off(ctx: &Ctx) -> Result<()> {
                 let mut c = mysql_async::Conn::new(opts).await?;
                 c.query_drop("SET autocommit = 0").await?;
                 for round in 0..10 {
-                    let first: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await?;
+                    let first: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").await?;
                     c.query_drop(format!("INSERT INTO ac0 (who) VALUES ({who})")).await?;
                     let seen: Option<i64> = c
                         .query_first(format!(
@@ -323,7 +323,7 @@ fn autocommit_off(ctx: &Ctx) -> Result<()> {
                         .await?;
                     ensure!(seen == Some(1), "client {who} round {round}: own insert not visible");
                     tokio::task::yield_now().await;
-                    let last: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await?;
+                    let last: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").await?;
                     ensure!(
                         first == last,
                         "client {who} round {round}: transaction moved from backend {first:?} to {last:?}"

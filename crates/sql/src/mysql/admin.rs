@@ -54,6 +54,13 @@ pub(crate) fn load(cur: &mut Cursor<'_>) -> MyEffect {
 /// `SHOW [COUNT(*)] {WARNINGS | ERRORS}` reads the previous statement's
 /// diagnostics area.
 pub(crate) fn show(cur: &mut Cursor<'_>) -> MyEffect {
+    let full = cur.eat_word("full");
+    if cur.eat_word("processlist") && cur.peek().is_none() {
+        return MyEffect::ProcessList { full };
+    }
+    if full {
+        return MyEffect::PLAIN;
+    }
     if cur.eat_word("count") {
         for p in ["(", "*", ")"] {
             if !cur.eat_punct(p) {

@@ -170,6 +170,9 @@ pub struct Info {
     /// `SHOW COUNT(*) WARNINGS|ERRORS`, `GET DIAGNOSTICS`,
     /// `@@warning_count`, `@@error_count`.
     pub reads_diagnostics: bool,
+    /// Calls `CONNECTION_ID()`: a proxy answers its own id (the one its
+    /// handshake gave the client, which `KILL` takes), not the backend's.
+    pub reads_connection_id: bool,
 }
 
 impl Info {
@@ -181,6 +184,7 @@ impl Info {
         reads_row_count: false,
         reads_found_rows: false,
         reads_diagnostics: false,
+        reads_connection_id: false,
     };
 
     /// Both statements' facts.
@@ -192,6 +196,7 @@ impl Info {
             reads_row_count: self.reads_row_count || o.reads_row_count,
             reads_found_rows: self.reads_found_rows || o.reads_found_rows,
             reads_diagnostics: self.reads_diagnostics || o.reads_diagnostics,
+            reads_connection_id: self.reads_connection_id || o.reads_connection_id,
         }
     }
 }
@@ -231,6 +236,9 @@ pub enum MyEffect {
     /// (`KILL USER name`, `KILL QUERY ID query_id`, an expression): it
     /// would reach every session of a shared backend user, so it is refused.
     KillUnsupported,
+    /// `SHOW [FULL] PROCESSLIST`: a proxy lists its own sessions (the ids
+    /// `KILL` and `CONNECTION_ID()` use), not the backend's threads.
+    ProcessList { full: bool },
 }
 
 /// What a `KILL` statement asks.

@@ -1,7 +1,7 @@
 //! The whole-statement scan applied after key-word dispatch: user variables
 //! (MySQL Reference Manual §11.4), `GET_LOCK` (§14.14 "Locking Functions"),
-//! `SQL_CALC_FOUND_ROWS`/`FOUND_ROWS()` and `LAST_INSERT_ID()`/`ROW_COUNT()`
-//! (§14.15 "Information Functions"). A cheap byte prefilter keeps the
+//! `SQL_CALC_FOUND_ROWS`/`FOUND_ROWS()`, `LAST_INSERT_ID()`/`ROW_COUNT()`
+//! and `CONNECTION_ID()` (§14.15 "Information Functions"). A cheap byte prefilter keeps the
 //! common statement to one pass with no tokenizing.
 
 use super::Dialect;
@@ -9,7 +9,9 @@ use super::effect::{Info, PinReason};
 use super::lexer::{Kind, Lexer};
 
 /// Substrings (lower case) that make a token-level scan worthwhile, besides `@`.
-const NEEDLES: [&[u8]; 5] = [
+const NEEDLES: [&[u8]; 7] = [
+    b"connection_id",
+    b"is_used_lock",
     b"get_lock",
     b"service_get",
     b"found_rows",
@@ -25,7 +27,7 @@ pub(crate) fn needs_scan(hay: &[u8]) -> bool {
             b'@' => return true,
             c => c | 0x20,
         };
-        if matches!(first, b'g' | b's' | b'f' | b'l' | b'r') {
+        if matches!(first, b'c' | b'i' | b'g' | b's' | b'f' | b'l' | b'r') {
             let rest = &hay[i..];
             let hit = NEEDLES
                 .iter()
@@ -82,6 +84,7 @@ pub(crate) fn scan(stmt: &str, dialect: Dialect) -> Scan {
                 }
                 out.info.reads_found_rows |= is("found_rows");
                 out.info.reads_row_count |= is("row_count");
+                out.info.reads_connection_id |= is("connection_id") || is("is_used_lock");
             }
             _ => {}
         }

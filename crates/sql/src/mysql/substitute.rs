@@ -23,10 +23,16 @@ pub struct PreviousResults {
     /// What `LAST_INSERT_ID()`, `@@identity` and `@@last_insert_id` return
     /// (`None`: leave them alone).
     pub last_insert_id: Option<u64>,
+    /// What `CONNECTION_ID()` returns: the client's id as the proxy gave
+    /// it (`None`: leave the calls alone).
+    pub connection_id: Option<u64>,
 }
 
-/// `stmt` with every `ROW_COUNT()` and `FOUND_ROWS()` call replaced by its
-/// value in `prev`, where that value is given; `None` if nothing was replaced.
+/// `stmt` with every `ROW_COUNT()`, `FOUND_ROWS()`, `LAST_INSERT_ID()` and
+/// `CONNECTION_ID()` call replaced by its value in `prev`, where that value
+/// is given; `None` if nothing was replaced. With a connection id given,
+/// `IS_USED_LOCK(name)` answers it too when the lock is the backend
+/// connection's own (`IS_USED_LOCK(x) = CONNECTION_ID()` stays true).
 pub fn substitute_previous_results(stmt: &str, dialect: Dialect, prev: PreviousResults) -> Option<String> {
     let toks: Vec<Token> = Lexer::new(stmt, dialect).collect();
     let text = |t: &Token| &stmt[t.start..t.end];
@@ -49,7 +55,21 @@ pub fn substitute_previous_results(stmt: &str, dialect: Dialect, prev: PreviousR
             (true, _) if is("row_count") => (prev.row_count.map(|v| v.to_string()), 3),
             (true, _) if is("found_rows") => (prev.found_rows.map(|v| v.to_string()), 3),
             (true, _) if is("last_insert_id") => (prev.last_insert_id.map(|v| v.to_string()), 3),
+            (true, _) if is("connection_id") => (prev.connection_id.map(|v| v.to_string()), 3),
             (_, true) => (prev.last_insert_id.map(|v| v.to_string()), 1),
+            _ if is("is_used_lock") && t.kind == Kind::Word => {
+                match (prev.connection_id, closing_paren(&toks, i + 1, text)) {
+                    (Some(id), Some(close)) => {
+                        let args = &stmt[toks[i + 1].end..toks[close].start];
+                        let used = format!("IS_USED_LOCK({args})");
+                        (
+                            Some(format!("IF({used} = CONNECTION_ID(), {id}, {used})")),
+                            close - i + 1,
+                        )
+                    }
+                    _ => (None, 1),
+                }
+            }
             _ => (None, 1),
         };
         let Some(value) = value else {
@@ -85,6 +105,27 @@ pub fn substitute_previous_results(stmt: &str, dialect: Dialect, prev: PreviousR
     Some(out)
 }
 
+/// The index of the `)` closing the `(` at `open`, if `open` is one.
+fn closing_paren<'a>(toks: &[Token], open: usize, text: impl Fn(&Token) -> &'a str) -> Option<usize> {
+    if toks.get(open).is_none_or(|t| text(t) != "(") {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (j, t) in toks.iter().enumerate().skip(open) {
+        match text(t) {
+            "(" => depth += 1,
+            ")" => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +134,7 @@ mod tests {
         row_count: Some(3),
         found_rows: Some(7),
         last_insert_id: Some(42),
+        connection_id: Some(9),
     };
 
     fn sub(s: &str) -> Option<String> {
@@ -144,11 +186,28 @@ mod tests {
     }
 
     #[test]
+    fn connection_id_is_the_proxy_given_id() {
+        assert_eq!(
+            sub("SELECT CONNECTION_ID()").as_deref(),
+            Some("SELECT 9 AS `CONNECTION_ID()`")
+        );
+        assert_eq!(sub("KILL QUERY connection_id ( )").as_deref(), Some("KILL QUERY (9)"));
+        assert_eq!(sub("SELECT 'CONNECTION_ID()'"), None);
+        assert_eq!(
+            sub("SELECT IS_USED_LOCK(CONCAT('a', 'b')) = CONNECTION_ID()").as_deref(),
+            Some(
+                "SELECT (IF(IS_USED_LOCK(CONCAT('a', 'b')) = CONNECTION_ID(), 9, IS_USED_LOCK(CONCAT('a', 'b')))) = (9)"
+            )
+        );
+    }
+
+    #[test]
     fn negative_row_count() {
         let p = PreviousResults {
             row_count: Some(-1),
             found_rows: None,
             last_insert_id: None,
+            connection_id: None,
         };
         assert_eq!(
             substitute_previous_results("SELECT ROW_COUNT(), FOUND_ROWS()", Dialect::DEFAULT, p).as_deref(),

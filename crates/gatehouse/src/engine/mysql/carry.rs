@@ -135,6 +135,7 @@ impl Carry {
             row_count: (!(leased && self.row_count_here)).then_some(self.row_count),
             found_rows: (!(leased && self.found_rows_here)).then_some(self.found_rows),
             last_insert_id: None,
+            connection_id: None,
         }
     }
 

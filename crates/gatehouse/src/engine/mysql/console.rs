@@ -23,7 +23,7 @@ use super::backend::MyCancelTarget;
 use super::io::{IoError, put_packet, read_packet};
 use super::session::err_payload;
 use crate::cancel::CancelKey;
-use crate::console::{Caller, Cell, ColumnType, ConsoleError, Refusal, Reply, Role};
+use crate::console::{Caller, Cell, ColumnType, ConsoleError, Refusal, Reply, Role, Table};
 use crate::core::Core;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
@@ -155,6 +155,28 @@ fn eof(status: u16) -> BytesMut {
     payload
 }
 
+/// Writes `table` as a text result set from sequence id `seq`, its final
+/// EOF with `status`; returns the next sequence id.
+pub(super) fn put_table(out: &mut BytesMut, mut seq: u8, table: &Table, status: u16) -> u8 {
+    let mut p = BytesMut::new();
+    results::put_column_count(&mut p, table.columns.len());
+    seq = put_packet(out, seq, &p);
+    for (name, t) in &table.columns {
+        let mut p = BytesMut::new();
+        results::put_column_definition(&mut p, name, kind_of(*t));
+        seq = put_packet(out, seq, &p);
+    }
+    seq = put_packet(out, seq, &eof(status));
+    for row in &table.rows {
+        let texts: Vec<Option<String>> = row.iter().map(Cell::text).collect();
+        let values: Vec<Option<&str>> = texts.iter().map(Option::as_deref).collect();
+        let mut p = BytesMut::new();
+        results::put_text_row(&mut p, &values);
+        seq = put_packet(out, seq, &p);
+    }
+    put_packet(out, seq, &eof(status))
+}
+
 /// Writes each statement's answer; all but the last say more results follow.
 fn answer(out: &mut BytesMut, answers: &[Result<Reply, ConsoleError>], kill: bool) {
     let mut seq = 1u8;
@@ -169,25 +191,7 @@ fn answer(out: &mut BytesMut, answers: &[Result<Reply, ConsoleError>], kill: boo
             SERVER_STATUS_AUTOCOMMIT
         };
         match a {
-            Ok(Reply::Rows(table, _)) => {
-                let mut p = BytesMut::new();
-                results::put_column_count(&mut p, table.columns.len());
-                seq = put_packet(out, seq, &p);
-                for (name, t) in &table.columns {
-                    let mut p = BytesMut::new();
-                    results::put_column_definition(&mut p, name, kind_of(*t));
-                    seq = put_packet(out, seq, &p);
-                }
-                seq = put_packet(out, seq, &eof(SERVER_STATUS_AUTOCOMMIT));
-                for row in &table.rows {
-                    let texts: Vec<Option<String>> = row.iter().map(Cell::text).collect();
-                    let values: Vec<Option<&str>> = texts.iter().map(Option::as_deref).collect();
-                    let mut p = BytesMut::new();
-                    results::put_text_row(&mut p, &values);
-                    seq = put_packet(out, seq, &p);
-                }
-                seq = put_packet(out, seq, &eof(status));
-            }
+            Ok(Reply::Rows(table, _)) => seq = put_table(out, seq, table, status),
             Ok(Reply::Done(_, line)) => seq = put_packet(out, seq, &ok_with(line, status)),
             Err(e) => {
                 put_packet(out, seq, &err_payload(my_error(e, kill), &e.message));

@@ -1,7 +1,17 @@
-//! `KILL [QUERY | CONNECTION] <id>` and COM_PROCESS_KILL through the proxy.
-//! Ids are the proxy's own (the handshake's connection id, which is the
-//! session's cancel key); a session sees only its own tenant's sessions,
-//! so any other id is "Unknown thread id", as on a server.
+//! `KILL [QUERY | CONNECTION] <id>`, COM_PROCESS_KILL and `SHOW [FULL]
+//! PROCESSLIST` through the proxy, in one id space with `CONNECTION_ID()`
+//! (which the proxy writes in as the session's id, see
+//! `gatehouse_sql::mysql::substitute_previous_results`): ids are the
+//! proxy's own (the handshake's connection id, which is the session's
+//! cancel key); a session sees only its own tenant's sessions, as a user
+//! without the PROCESS privilege sees only its own threads on a server, so
+//! any other id is "Unknown thread id".
+//!
+//! `SHOW PROCESSLIST` lists the tenant's sessions with MariaDB's columns:
+//! `Command` is `Query` for a session running a statement on a backend (or
+//! waiting for one), else `Sleep`; `Time` is the seconds since the session
+//! logged in (the proxy does not follow each statement's start); `Info`
+//! is the statement for the asking session itself only.
 //!
 //! What each form does, matching MariaDB (10.11, observed on the wire):
 //! - `KILL QUERY <id>` cancels the backend query that session runs, if any
@@ -18,8 +28,10 @@
 //!   session; `KILL QUERY` answers ER_QUERY_INTERRUPTED (1317) and nothing
 //!   else happens.
 
+use bytes::BytesMut;
 use gatehouse_proto_mysql::errors;
 use gatehouse_sql::mysql::Kill;
+use tokio::io::AsyncWriteExt;
 
 use super::txn::{Fatal, Session};
 use crate::engine::Engine;
@@ -84,6 +96,60 @@ impl Session {
             &format!("Unknown thread id: {id}"),
         )
         .await
+    }
+
+    /// Answers `SHOW [FULL] PROCESSLIST` with this tenant's sessions.
+    pub(super) async fn processlist(&mut self, stream: &mut ClientStream, full: bool) -> Result<(), Fatal> {
+        use crate::console::{Cell, ColumnType::Integer as I, ColumnType::Real as R, ColumnType::Text as T, Table};
+        let mut t = Table::new(&[
+            ("Id", I),
+            ("User", T),
+            ("Host", T),
+            ("db", T),
+            ("Command", T),
+            ("Time", I),
+            ("State", T),
+            ("Info", T),
+            ("Progress", R),
+        ]);
+        let me = self.cancel.id;
+        for c in self.core.cancels.clients() {
+            if *c.info.tenant != *self.tenant.name {
+                continue;
+            }
+            let running = c.id == me
+                || matches!(
+                    c.state,
+                    crate::cancel::ClientState::Active | crate::cancel::ClientState::Waiting
+                );
+            let info = (c.id == me).then(|| {
+                let text = if full {
+                    "SHOW FULL PROCESSLIST"
+                } else {
+                    "SHOW PROCESSLIST"
+                };
+                Cell::from(text)
+            });
+            t.push(vec![
+                c.id.into(),
+                c.info.tenant.as_ref().into(),
+                c.info.addr.map(|a| a.to_string()).into(),
+                Cell::from(Some(c.info.database()).filter(|d| !d.is_empty())),
+                if running { "Query" } else { "Sleep" }.into(),
+                c.info.since.elapsed().as_secs().into(),
+                if c.id == me { "starting" } else { c.state.name() }.into(),
+                info.unwrap_or(Cell::Null),
+                Cell::Real(0.0),
+            ]);
+        }
+        let mut out = BytesMut::new();
+        super::console::put_table(&mut out, 1, &t, self.status);
+        stream.write_all(&out).await.map_err(|e| {
+            (
+                0,
+                ProxyError::new(Condition::ProtocolViolation, "client write failed").with_detail(e.to_string()),
+            )
+        })
     }
 
     /// Ends this session after another session's `KILL`. `mid_command`: a

@@ -69,7 +69,9 @@ impl Facts {
         };
         let pin = match &effect {
             MyEffect::Set(_) => Some(PinReason::SetExpression.code()),
-            MyEffect::Use(_) | MyEffect::Kill(_) | MyEffect::KillUnsupported => Some(PinReason::Unrecognized.code()),
+            MyEffect::Use(_) | MyEffect::Kill(_) | MyEffect::KillUnsupported | MyEffect::ProcessList { .. } => {
+                Some(PinReason::Unrecognized.code())
+            }
             e => e.pin_reason().map(PinReason::code),
         };
         Facts {
@@ -308,9 +310,12 @@ async fn execute(
     // that ran the previous statement: a variant of the statement with the
     // values written in runs instead (prepared on that connection by its
     // own text).
-    let sql = match facts.info.reads_row_count || facts.info.reads_found_rows {
-        true => my_sql::substitute_previous_results(&sql, s.dialect(), s.carry.substitutions(s.lease.is_some()))
-            .map_or(sql, Arc::from),
+    let sql = match facts.info.reads_row_count || facts.info.reads_found_rows || facts.info.reads_connection_id {
+        true => {
+            let mut values = s.carry.substitutions(s.lease.is_some());
+            values.connection_id = facts.info.reads_connection_id.then_some(u64::from(s.cancel.id));
+            my_sql::substitute_previous_results(&sql, s.dialect(), values).map_or(sql, Arc::from)
+        }
         false => sql,
     };
     let Some(b) = prepared(s, stream, &sql, true).await? else {

@@ -374,6 +374,11 @@ impl Session {
             untracked_set |= effect == MyEffect::Pin(my_sql::PinReason::SetExpression);
             match effect {
                 MyEffect::Kill(kill) if statements.len() == 1 => return self.kill(stream, kill).await,
+                MyEffect::ProcessList { full } if statements.len() == 1 => return self.processlist(stream, full).await,
+                MyEffect::ProcessList { .. } => {
+                    let msg = "SHOW PROCESSLIST must be a statement of its own through the proxy";
+                    return self.error(stream, 1, errors::ER_NOT_SUPPORTED_YET, msg).await;
+                }
                 MyEffect::Kill(_) | MyEffect::KillUnsupported => {
                     let msg = "only a single KILL [CONNECTION | QUERY] <connection id> is supported through the proxy";
                     return self.error(stream, 1, errors::ER_NOT_SUPPORTED_YET, msg).await;
@@ -422,22 +427,26 @@ impl Session {
         // ROW_COUNT() / FOUND_ROWS() in the first statement read the
         // previous one's results, LAST_INSERT_ID() the session's: written
         // in when the connection does not hold them.
-        let rewritten = (first.reads_row_count || first.reads_found_rows || lid_value.is_some())
-            .then(|| {
-                let mut values = self.carry.substitutions(self.lease.is_some());
-                values.last_insert_id = lid_value;
-                let stmt = statements[0];
-                let at = stmt.as_ptr() as usize - sql.as_ptr() as usize;
-                my_sql::substitute_previous_results(stmt, dialect, values).map(|s| {
-                    let mut p = Vec::with_capacity(sql.len() + 64);
-                    p.push(COM_QUERY);
-                    p.extend_from_slice(&sql.as_bytes()[..at]);
-                    p.extend_from_slice(s.as_bytes());
-                    p.extend_from_slice(&sql.as_bytes()[at + stmt.len()..]);
-                    p
+        let rewritten =
+            (first.reads_row_count || first.reads_found_rows || first.reads_connection_id || lid_value.is_some())
+                .then(|| {
+                    let mut values = self.carry.substitutions(self.lease.is_some());
+                    values.last_insert_id = lid_value;
+                    // CONNECTION_ID() is the id the handshake gave the client,
+                    // which KILL and SHOW PROCESSLIST use (see super::kill).
+                    values.connection_id = first.reads_connection_id.then_some(u64::from(self.cancel.id));
+                    let stmt = statements[0];
+                    let at = stmt.as_ptr() as usize - sql.as_ptr() as usize;
+                    my_sql::substitute_previous_results(stmt, dialect, values).map(|s| {
+                        let mut p = Vec::with_capacity(sql.len() + 64);
+                        p.push(COM_QUERY);
+                        p.extend_from_slice(&sql.as_bytes()[..at]);
+                        p.extend_from_slice(s.as_bytes());
+                        p.extend_from_slice(&sql.as_bytes()[at + stmt.len()..]);
+                        p
+                    })
                 })
-            })
-            .flatten();
+                .flatten();
         let payload = rewritten.as_deref().unwrap_or(payload);
         self.plan = plan;
         let forwarded = self.forward_followed(stream, payload, sql, timeout).await?;
