@@ -8,6 +8,8 @@ mod admin;
 mod auth;
 mod bad_input;
 mod cancel;
+mod chromium;
+mod dashboard;
 mod differential;
 mod limits;
 mod own;
@@ -524,6 +526,7 @@ fn main() -> ExitCode {
     cases.extend(scale::cases());
     cases.extend(abuse::cases());
     cases.extend(admin::cases());
+    cases.extend(dashboard::cases());
     cases.extend(park::cases());
     cases.extend(cancel::cases());
     cases.extend(prepared::cases());
