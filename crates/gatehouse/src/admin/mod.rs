@@ -7,11 +7,14 @@
 //! (the statements `log = true` rules matched lately), and the operator commands
 //! (`POST /api/clusters/{c}/pause|resume`, `/api/endpoints/{e}/pause|resume`,
 //! `/api/clusters/{c}/backends/{b}/drain|undrain`,
-//! `/api/clusters/{c}/switchover/{b}`). It shows names, counts and states, never a password,
+//! `/api/clusters/{c}/switchover/{b}`), and the live dashboard page
+//! (`GET /dashboard`, `GET /` redirecting to it). It shows names, counts and states, never a password,
 //! token, verifier or secret value. With `[admin] token_file`, every request
-//! but the two probes must carry `Authorization: Bearer <token>`.
+//! but the two probes and the dashboard page (which carries no data: its
+//! script sends the token) must carry `Authorization: Bearer <token>`.
 
 pub mod console;
+mod dashboard;
 mod metrics;
 pub mod view;
 
@@ -55,10 +58,12 @@ pub async fn serve(listener: TcpListener, state: Arc<AdminState>, mut shutdown: 
 fn router(state: Arc<AdminState>) -> Router {
     // Liveness and readiness answer without the token: probes (a
     // kubelet's, a load balancer's) carry none, and they show no names of
-    // tenants or credentials.
+    // tenants or credentials. Nor does the dashboard page, whose script
+    // asks for everything it shows with the token.
     let probes = Router::new()
         .route("/api/health", get(|| async { "ok\n" }))
-        .route("/api/ready", get(ready));
+        .route("/api/ready", get(ready))
+        .merge(dashboard::routes());
     Router::new()
         .route("/metrics", get(metrics_text))
         .route("/api/pools", get(pools))

@@ -9,6 +9,8 @@ mod auth;
 mod bad_input;
 mod cancel;
 mod console;
+mod chromium;
+mod dashboard;
 mod differential;
 mod limits;
 mod own;
@@ -526,6 +528,7 @@ fn main() -> ExitCode {
     cases.extend(abuse::cases());
     cases.extend(admin::cases());
     cases.extend(console::cases());
+    cases.extend(dashboard::cases());
     cases.extend(park::cases());
     cases.extend(cancel::cases());
     cases.extend(prepared::cases());

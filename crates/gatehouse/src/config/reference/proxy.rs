@@ -95,7 +95,8 @@ pub(super) const PROXY: Section = Section {
 pub(super) const ADMIN: Section = Section {
     name: "[admin]",
     about: "The admin HTTP API: `/metrics`, the `/api/...` state, reload and operator commands, \
-            and the `/api/health` and `/api/ready` probes. Optional: without it there is no admin listener.",
+            the `/api/health` and `/api/ready` probes, and the live dashboard page at `/dashboard`. \
+            Optional: without it there is no admin listener.",
     keys: &[
         Key {
             name: "listen",
@@ -109,7 +110,8 @@ pub(super) const ADMIN: Section = Section {
             kind: "string",
             default: None,
             about: "Path of a file holding a bearer token (surrounding whitespace ignored; empty is an error): \
-                    every request but `/api/health` and `/api/ready` must then send \
+                    every request but `/api/health`, `/api/ready` and the dashboard page (`/dashboard`, \
+                    which carries no data: its script asks for the token and sends it) must then send \
                     `Authorization: Bearer <token>`. No default: without it no token is asked for, \
                     so listen on a loopback address. A change takes a restart.",
         },
