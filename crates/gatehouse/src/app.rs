@@ -1,6 +1,9 @@
-//! One running proxy: binds every endpoint, starts the topology monitors and
-//! accept loops ([`crate::endpoints`]), and on shutdown stops accepting,
-//! tells sessions to finish, and waits for them (up to the shutdown timeout).
+//! One running proxy: binds every endpoint (or takes the listeners over from
+//! the process it upgrades, [`crate::upgrade`]), starts the topology
+//! monitors and accept loops ([`crate::endpoints`]), offers its listeners to
+//! a successor (with `[proxy] upgrade_socket`), and on shutdown, or once a
+//! successor took over, stops accepting, tells sessions to finish, and
+//! waits for them (up to the shutdown timeout).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -49,19 +52,38 @@ pub struct App {
     shutdown_tx: watch::Sender<bool>,
     /// What console sessions' commands run on (see [`crate::console`]).
     _console: Arc<dyn crate::console::Commands>,
+    /// The admin listener as offered to a successor (the same socket).
+    admin_offer: Option<(crate::upgrade::Offered, std::os::fd::OwnedFd)>,
+    /// Told once the proxy accepts on every endpoint.
+    serving: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Listeners are offered to a successor only after this resolves (a
+    /// successor itself: once its predecessor let go of the socket path).
+    offer_gate: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 impl App {
     /// Binds every endpoint (port 0 picks a free port; see [`App::local_addr`]).
     pub async fn bind(settings: Settings) -> Result<App, AppError> {
+        Self::bind_inheriting(settings, crate::upgrade::Inherited::none()).await
+    }
+
+    /// [`Self::bind`], taking the listeners `inherited` holds for an
+    /// endpoint (or the admin API) of the same name and configured address.
+    pub async fn bind_inheriting(
+        settings: Settings,
+        mut inherited: crate::upgrade::Inherited,
+    ) -> Result<App, AppError> {
+        use std::os::fd::AsFd;
         let settings = Arc::new(settings);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let admin = match &settings.admin {
             None => None,
             Some(a) => {
-                let listener = TcpListener::bind(a.listen)
-                    .await
-                    .map_err(|source| AppError::BindAdmin { addr: a.listen, source })?;
+                let err = |source| AppError::BindAdmin { addr: a.listen, source };
+                let listener = match inherited.take(crate::upgrade::ADMIN, a.listen) {
+                    Some(l) => TcpListener::from_std(l).map_err(err)?,
+                    None => TcpListener::bind(a.listen).await.map_err(err)?,
+                };
                 let addr = listener
                     .local_addr()
                     .map_err(|source| AppError::BindAdmin { addr: a.listen, source })?;
@@ -84,7 +106,18 @@ impl App {
             shutdown_rx,
             parking.clone(),
         ));
-        let endpoints = Arc::new(Endpoints::bind(&settings, pg.clone(), mysql.clone()).await?);
+        let endpoints = Arc::new(Endpoints::bind(&settings, pg.clone(), mysql.clone(), &mut inherited).await?);
+        let admin_offer = match (&admin, &settings.admin) {
+            (Some((l, addr)), Some(a)) => l.as_fd().try_clone_to_owned().ok().map(|fd| {
+                let offered = crate::upgrade::Offered {
+                    name: crate::upgrade::ADMIN.to_owned(),
+                    listen: a.listen,
+                    addr: *addr,
+                };
+                (offered, fd)
+            }),
+            _ => None,
+        };
         let cores: Vec<Arc<dyn CoreView>> = vec![pg.clone(), mysql.clone()];
         let reloader = Arc::new(Reloader::new(settings.clone(), cores.clone(), endpoints.clone()));
         // Both cores answer console sessions with the one console over
@@ -98,6 +131,9 @@ impl App {
         let _ = mysql.console.set(Arc::downgrade(&console));
         Ok(App {
             _console: console,
+            admin_offer,
+            serving: None,
+            offer_gate: None,
             settings,
             endpoints,
             admin,
@@ -143,10 +179,64 @@ impl App {
     pub fn settings(&self) -> &Arc<Settings> {
         &self.settings
     }
+
+    /// Resolves once [`run`] accepts on every endpoint.
+    pub fn when_serving(&mut self) -> tokio::sync::oneshot::Receiver<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.serving = Some(tx);
+        rx
+    }
+
+    /// Offers the listeners to a successor only once `gate` resolves.
+    pub fn offer_after(&mut self, gate: tokio::sync::oneshot::Receiver<()>) {
+        self.offer_gate = Some(gate);
+    }
 }
 
-/// Runs `app` until `shutdown` completes, then drains sessions.
-pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+/// Offers the app's listeners on `[proxy] upgrade_socket` (after its gate);
+/// when a successor is ready, asks [`run`] (through `handover`) to stop
+/// accepting, and tells the successor once it has.
+fn spawn_offer(
+    app: &mut App,
+    handover: mpsc::Sender<tokio::sync::oneshot::Sender<()>>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let path = app.settings.proxy.upgrade_socket.clone()?;
+    let endpoints = app.endpoints.clone();
+    let admin = app.admin_offer.take();
+    let gate = app.offer_gate.take();
+    Some(tokio::spawn(async move {
+        if let Some(g) = gate
+            && g.await.is_err()
+        {
+            return;
+        }
+        let listeners = move || {
+            let mut all = endpoints.listeners();
+            if let Some((o, fd)) = &admin
+                && let Ok(fd) = fd.try_clone()
+            {
+                all.push((o.clone(), fd));
+            }
+            all
+        };
+        let handed_over = || async move {
+            let (ack_tx, ack_rx) = tokio::sync::oneshot::channel();
+            if handover.send(ack_tx).await.is_ok() {
+                let _ = ack_rx.await;
+            }
+        };
+        tracing::info!(path = %path.display(), "offering the listeners to a successor (gatehouse upgrade)");
+        if let Err(e) = crate::upgrade::offer(path, listeners, handed_over).await {
+            tracing::warn!(error = %e, "upgrade socket: no hand-over possible");
+        }
+    }))
+}
+
+/// Runs `app` until `shutdown` completes or a successor took the listeners
+/// over, then drains sessions.
+pub async fn run(mut app: App, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    let (handover_tx, mut handover_rx) = mpsc::channel::<tokio::sync::oneshot::Sender<()>>(1);
+    let offering = spawn_offer(&mut app, handover_tx);
     let (drain_tx, mut drain_rx) = mpsc::channel::<()>(1);
     let drain = DrainGuard(drain_tx);
     app.pg.start_monitors().await;
@@ -171,9 +261,34 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
         tasks.push(tokio::spawn(park_sweeps(app.pg.clone(), app.mysql.clone(), every)));
     }
     drop(drain);
-    shutdown.await;
-    tracing::info!("shutting down: no new connections; waiting for sessions");
+    if let Some(tx) = app.serving.take() {
+        let _ = tx.send(());
+    }
+    let handed_over = tokio::select! {
+        () = shutdown => None,
+        Some(ack) = handover_rx.recv() => Some(ack),
+    };
+    match handed_over {
+        Some(_) => tracing::info!("a successor took the listeners over: no new connections here; waiting for sessions"),
+        None => tracing::info!("shutting down: no new connections; waiting for sessions"),
+    }
     app.endpoints.stop();
+    let mut drained = false;
+    if let Some(ack) = handed_over {
+        let _ = ack.send(());
+        // The successor hears that this process stopped accepting.
+        if let Some(task) = offering {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), task).await;
+        }
+        // Clients that logged in just before (a connection per
+        // transaction) send their first statement within the grace and
+        // finish; only sessions idle through it are closed.
+        drained = tokio::time::timeout(crate::upgrade::DRAIN_IDLE_GRACE, drain_rx.recv())
+            .await
+            .is_ok();
+    } else if let Some(task) = offering {
+        task.abort();
+    }
     for t in &tasks {
         t.abort();
     }
@@ -183,7 +298,7 @@ pub async fn run(app: App, shutdown: impl Future<Output = ()>) -> Result<(), App
     app.mysql.cancels.wake_idle();
     // The timeout as last reloaded.
     let timeout = app.pg.settings().proxy.shutdown_timeout;
-    if tokio::time::timeout(timeout, drain_rx.recv()).await.is_err() {
+    if !drained && tokio::time::timeout(timeout, drain_rx.recv()).await.is_err() {
         tracing::warn!("shutdown timeout reached with sessions still open");
     }
     if let Some(lot) = &app.parking {

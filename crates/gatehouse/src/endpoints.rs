@@ -80,15 +80,31 @@ async fn bind(e: &EndpointSettings) -> Result<(Arc<TcpListener>, SocketAddr), Ap
 }
 
 impl Endpoints {
-    /// Binds every endpoint of `settings` (port 0 picks a free port).
+    /// Binds every endpoint of `settings` (port 0 picks a free port), or
+    /// takes its listener from `inherited` (an upgrade: the same name and
+    /// configured address as in the process before).
     pub async fn bind(
         settings: &Settings,
         pg: Arc<Core<PgEngine>>,
         mysql: Arc<Core<MyEngine>>,
+        inherited: &mut crate::upgrade::Inherited,
     ) -> Result<Self, AppError> {
         let mut running = Vec::new();
         for e in &settings.endpoints {
-            let (listener, addr) = bind(e).await?;
+            let (listener, addr) = match inherited.take(&e.name, e.listen) {
+                Some(l) => {
+                    let err = |source| AppError::Bind {
+                        endpoint: e.name.clone(),
+                        addr: e.listen,
+                        source,
+                    };
+                    let l = TcpListener::from_std(l).map_err(err)?;
+                    let addr = l.local_addr().map_err(err)?;
+                    tracing::info!(endpoint = %e.name, %addr, "listener taken over from the previous process");
+                    (Arc::new(l), addr)
+                }
+                None => bind(e).await?,
+            };
             running.push(Running {
                 settings: e.clone(),
                 listener,
@@ -129,6 +145,26 @@ impl Endpoints {
             EngineKind::Postgres => tokio::spawn(accept_loop(self.pg.clone(), endpoint, listener, slots, drain)),
             EngineKind::Mysql => tokio::spawn(accept_loop(self.mysql.clone(), endpoint, listener, slots, drain)),
         }
+    }
+
+    /// Every endpoint's listener, as an upgrade offers them to a successor
+    /// (duplicated descriptors: the same sockets).
+    pub fn listeners(&self) -> crate::upgrade::Listeners {
+        use std::os::fd::AsFd;
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(|r| {
+                let fd = r.listener.as_fd().try_clone_to_owned().ok()?;
+                let offered = crate::upgrade::Offered {
+                    name: r.settings.name.clone(),
+                    listen: r.settings.listen,
+                    addr: r.addr,
+                };
+                Some((offered, fd))
+            })
+            .collect()
     }
 
     /// The address an endpoint listens on now.

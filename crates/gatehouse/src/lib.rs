@@ -28,5 +28,6 @@ pub mod stats;
 pub mod tenants;
 pub mod tls;
 pub mod topology;
+pub mod upgrade;
 
 pub use app::{App, AppError, run};

@@ -32,6 +32,15 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Take over from the proxy running with the same `[proxy]
+    /// upgrade_socket` (a new binary, a new configuration) without dropping
+    /// clients: accept on its listening sockets, then it stops accepting,
+    /// finishes its transactions in flight and exits; this process runs on
+    /// until SIGINT or SIGTERM, as `run` does.
+    Upgrade {
+        #[arg(long)]
+        config: PathBuf,
+    },
     /// Validate a configuration file and list every problem with its line.
     CheckConfig { file: PathBuf },
     /// Print the verifier to put in a tenant's `scram_verifier` (or, with
@@ -63,7 +72,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { config } => run(config),
+        Command::Run { config } => run(config, false),
+        Command::Upgrade { config } => run(config, true),
         Command::CheckConfig { file } => check(&file),
         Command::HashPassword {
             user,
@@ -140,12 +150,18 @@ fn hash_password(user: Option<String>, md5: bool, mysql: bool, mysql_ed25519: bo
     Ok(ExitCode::SUCCESS)
 }
 
-fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
+fn run(path: PathBuf, take_over: bool) -> anyhow::Result<ExitCode> {
     let settings = match config::load(&path) {
         Ok(s) => s,
         Err(problems) => anyhow::bail!("invalid configuration {}:\n{problems}", path.display()),
     };
     let logging = gatehouse::logging::init(settings.proxy.log_format, &settings.proxy.log_filter)?;
+    // The predecessor's listeners, taken before anything else starts.
+    let handover = match (take_over, &settings.proxy.upgrade_socket) {
+        (false, _) => None,
+        (true, None) => anyhow::bail!("upgrade needs [proxy] upgrade_socket in {}", path.display()),
+        (true, Some(socket)) => Some(gatehouse::upgrade::take_over(socket)?),
+    };
     // One thread: a single event loop, no work stealing or cross-thread
     // wake-ups (the cheapest per transaction where the proxy shares cores
     // with the database and its clients). More: tokio's multi-thread runtime.
@@ -161,9 +177,38 @@ fn run(path: PathBuf) -> anyhow::Result<ExitCode> {
     };
     let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
-        let app = gatehouse::App::bind(settings).await?;
+        let (inherited, successor) = match handover {
+            Some((inherited, successor)) => (inherited, Some(successor)),
+            None => (gatehouse::upgrade::Inherited::none(), None),
+        };
+        let taken = inherited.len();
+        let mut app = gatehouse::App::bind_inheriting(settings, inherited).await?;
         app.reloader().control_logging(logging);
         tokio::spawn(reload_on_hangup(app.reloader()));
+        if let Some(successor) = successor {
+            // Ready once accepting: the predecessor then stops, and this
+            // process offers its own listeners on the socket path.
+            let serving = app.when_serving();
+            let (free_tx, free_rx) = tokio::sync::oneshot::channel();
+            app.offer_after(free_rx);
+            tokio::spawn(async move {
+                if serving.await.is_err() {
+                    return;
+                }
+                match successor.serving().await {
+                    Ok(_) => {
+                        tracing::info!(
+                            listeners = taken,
+                            "upgrade done: the previous process stopped accepting and drains"
+                        );
+                        let _ = free_tx.send(());
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "upgrade: the previous process did not confirm; both may accept")
+                    }
+                }
+            });
+        }
         gatehouse::run(app, shutdown_signal()).await?;
         anyhow::Ok(())
     })?;

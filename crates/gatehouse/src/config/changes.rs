@@ -92,6 +92,7 @@ pub fn restart_changes(old: &Settings, new: &Settings) -> Vec<&'static str> {
     d.check(o.worker_threads != n.worker_threads, "proxy.worker_threads");
     d.check(o.park_idle_after != n.park_idle_after, "proxy.park_idle_after");
     d.check(o.log_format != n.log_format, "proxy.log_format");
+    d.check(o.upgrade_socket != n.upgrade_socket, "proxy.upgrade_socket");
     d.check(
         o.auth_failures_per_minute_per_address != n.auth_failures_per_minute_per_address,
         "proxy.auth_failures_per_minute_per_address",

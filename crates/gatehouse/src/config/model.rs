@@ -90,6 +90,9 @@ pub struct ProxySettings {
     /// Failed logins one user name (as sent, known or not) may see a minute,
     /// also the burst.
     pub auth_failures_per_minute_per_user: NonZeroU32,
+    /// Where the running proxy offers its listening sockets to a successor
+    /// (`gatehouse upgrade`, [`crate::upgrade`]); `None`: no hand-over.
+    pub upgrade_socket: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug)]

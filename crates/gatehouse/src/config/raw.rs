@@ -93,6 +93,8 @@ pub struct RawProxy {
     pub tenant_directory: Option<Spanned<String>>,
     pub auth_failures_per_minute_per_address: Option<Spanned<u32>>,
     pub auth_failures_per_minute_per_user: Option<Spanned<u32>>,
+    /// The Unix socket a successor process takes the listeners over on.
+    pub upgrade_socket: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -194,7 +194,26 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
         worker_threads: p.worker_threads.as_ref().map_or(1, |w| *w.get_ref()),
         auth_failures_per_minute_per_address: per_address,
         auth_failures_per_minute_per_user: per_user,
+        upgrade_socket: upgrade_socket(cx, p.upgrade_socket.as_ref()),
     }
+}
+
+/// The longest path a Unix socket address holds: `sun_path` is 108 bytes
+/// with its terminating NUL (unix(7)).
+const MAX_UNIX_SOCKET_PATH: usize = 107;
+
+fn upgrade_socket(cx: &mut Ctx, raw: Option<&Spanned<String>>) -> Option<std::path::PathBuf> {
+    let raw = raw?;
+    let path = cx.base.join(raw.get_ref());
+    let len = path.as_os_str().len();
+    if raw.get_ref().is_empty() || len > MAX_UNIX_SOCKET_PATH {
+        cx.at(
+            raw,
+            format!("upgrade_socket must be a path of 1 to {MAX_UNIX_SOCKET_PATH} bytes (taken from the configuration's directory: {len})"),
+        );
+        return None;
+    }
+    Some(path)
 }
 
 fn failures_per_minute(cx: &mut Ctx, value: &Option<Spanned<u32>>, key: &str, default: u32) -> NonZeroU32 {

@@ -89,6 +89,16 @@ pub(super) const PROXY: Section = Section {
                     over it, logins as that name are refused before any password is checked. \
                     At least 1. A change takes a restart.",
         },
+        Key {
+            name: "upgrade_socket",
+            kind: "string",
+            default: None,
+            about: "Path of a Unix socket (mode 0600, owner only) on which the running proxy hands its listening \
+                    sockets to a successor started with `gatehouse upgrade --config <file>`: the successor \
+                    accepts on the same sockets (no connection refused or lost in between), then the old process \
+                    stops accepting, lets transactions in flight finish, closes idle sessions between \
+                    transactions and exits. No default: without it there is no hand-over. A change takes a restart.",
+        },
     ],
 };
 
