@@ -138,3 +138,63 @@ impl fmt::Display for ProxyError {
 }
 
 impl std::error::Error for ProxyError {}
+
+impl ProxyError {
+    /// The level at which ending a session with `self` is logged: WARN when
+    /// the proxy or a backend failed (an operator should look), INFO when
+    /// the client did something wrong, failed to authenticate or hit a
+    /// limit (its own business, and frequent under attack or with
+    /// misconfigured clients).
+    pub fn session_end_level(&self) -> tracing::Level {
+        if self.condition == Condition::Shutdown {
+            // Asked for by the operator (a shutdown, an upgrade's drain).
+            return tracing::Level::INFO;
+        }
+        match self.kind() {
+            ErrorKind::Backend | ErrorKind::Internal => tracing::Level::WARN,
+            ErrorKind::Client | ErrorKind::Auth | ErrorKind::Limit => tracing::Level::INFO,
+        }
+    }
+
+    /// Logs that `self` ended a client's session (or its login), at
+    /// [`Self::session_end_level`].
+    pub fn log_session_end(&self, peer: Option<std::net::SocketAddr>) {
+        let peer = crate::session_log::ClientAddr(peer.map(|p| p.ip()));
+        let (kind, condition) = (self.kind().name(), self.condition.name());
+        if self.session_end_level() == tracing::Level::WARN {
+            tracing::warn!(client = %peer, kind, condition, error = %self, "client session ended with an error");
+        } else {
+            tracing::info!(client = %peer, kind, condition, error = %self, "client session ended with an error");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_ended_by_a_backend_or_the_proxy_is_a_warning_by_the_client_is_not() {
+        let level = |c| ProxyError::new(c, "x").session_end_level();
+        for c in [
+            Condition::BackendUnavailable,
+            Condition::NoBackendForRole,
+            Condition::Internal,
+            Condition::Shutdown,
+        ] {
+            assert_eq!(level(c), tracing::Level::WARN, "{c:?}");
+        }
+        for c in [
+            Condition::ProtocolViolation,
+            Condition::InvalidPassword,
+            Condition::NotAllowed,
+            Condition::TooManyConnections,
+            Condition::LoginTimeout,
+            Condition::IdleTimeout,
+            Condition::Terminated,
+            Condition::Shutdown,
+        ] {
+            assert_eq!(level(c), tracing::Level::INFO, "{c:?}");
+        }
+    }
+}

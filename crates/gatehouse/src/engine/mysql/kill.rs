@@ -75,7 +75,7 @@ impl Session {
             if let Some(claimed) = target
                 && let Err(e) = self.core.engine.cancel(claimed.target.clone()).await
             {
-                tracing::info!(error = %e, "KILL QUERY could not be delivered");
+                tracing::warn!(error = %e, "KILL QUERY could not be delivered");
             }
             // A statement of that session waiting for a connection stops
             // once this KILL has been answered, as on a server.
@@ -162,7 +162,7 @@ impl Session {
         if mid_command && let Some(lease) = self.lease.as_mut() {
             let target = lease.conn().cancel.clone();
             if let Err(e) = super::backend::terminate(target).await {
-                tracing::info!(error = %e, "the killed session's backend query could not be cancelled");
+                tracing::warn!(error = %e, "the killed session's backend query could not be cancelled");
             }
             self.drop_lease();
         }

@@ -50,7 +50,7 @@ pub fn err_payload(err: MyError, message: &str) -> BytesMut {
 /// Sends `e` as an ERR packet with sequence id `seq` and logs it.
 pub async fn fail(core: &Core<MyEngine>, stream: Option<&mut ClientStream>, seq: u8, e: &ProxyError) {
     core.stats.record_error(e);
-    tracing::info!(kind = ?e.kind(), error = %e, "client session ended with an error");
+    e.log_session_end(None);
     if let Some(s) = stream {
         let _ = super::io::write_packet(s, seq, &err_payload(my_error(e), &e.message)).await;
     }

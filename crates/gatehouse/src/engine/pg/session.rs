@@ -174,7 +174,7 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
             if let Some(claimed) = core.cancels.lookup(pid, secret)
                 && let Err(e) = Box::pin(core.engine.cancel(claimed.target.clone())).await
             {
-                tracing::info!(error = %e, "cancel request could not be delivered");
+                tracing::warn!(error = %e, "cancel request could not be delivered");
             }
             core.cancels.wake_cancelled(pid);
             return None;
@@ -233,7 +233,7 @@ pub(super) async fn fail<T>(
     peer: std::net::SocketAddr,
 ) -> Option<T> {
     stats.record_error(e);
-    tracing::info!(%peer, kind = ?e.kind(), error = %e, "client session ended with an error");
+    e.log_session_end(Some(peer));
     if let Some(s) = stream {
         send_fatal(s, e).await;
     }
