@@ -180,7 +180,6 @@ mod tests {
             Condition::BackendUnavailable,
             Condition::NoBackendForRole,
             Condition::Internal,
-            Condition::Shutdown,
         ] {
             assert_eq!(level(c), tracing::Level::WARN, "{c:?}");
         }
