@@ -169,7 +169,14 @@ impl Inspector {
     pub fn pinned(&mut self, reason: &'static str) {
         self.session.pinned(reason);
         if let Some(info) = &self.info {
-            let _ = info.pin.set(reason);
+            info.pinned(reason);
+        }
+    }
+
+    /// The session is no longer pinned (MySQL's COM_RESET_CONNECTION).
+    pub fn unpinned(&mut self) {
+        if let Some(info) = &self.info {
+            info.unpinned();
         }
     }
 

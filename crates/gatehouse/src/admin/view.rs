@@ -118,6 +118,8 @@ pub trait CoreView: Send + Sync {
     /// The engine's idle backend connections (those lent out are the
     /// active clients' `server`).
     fn idle_servers(&self) -> Vec<IdleServer>;
+    /// Sessions pinned now, by reason.
+    fn pinned_now(&self) -> BTreeMap<&'static str, usize>;
     /// Asks client `id` of this engine to end; false when it has none.
     fn kill(&self, id: u32) -> bool;
     /// Closes `endpoint` to new logins or opens it again; `None` when it
@@ -216,6 +218,10 @@ impl<E: Engine> CoreView for Core<E> {
             }
         }
         out
+    }
+
+    fn pinned_now(&self) -> BTreeMap<&'static str, usize> {
+        self.cancels.pinned_now()
     }
 
     fn kill(&self, id: u32) -> bool {

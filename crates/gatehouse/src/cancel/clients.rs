@@ -8,7 +8,7 @@
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
 use super::{CancelKey, CancelRegistry, CancelTarget, PARK};
@@ -26,8 +26,9 @@ pub struct ClientInfo {
     pub console: bool,
     pub since: Instant,
     pub connected_at: SystemTime,
-    /// Why the session was pinned to its backend connection (the first reason).
-    pub pin: OnceLock<&'static str>,
+    /// Why the session is pinned to its backend connection now (the first
+    /// reason; MySQL's COM_RESET_CONNECTION unpins).
+    pin: Mutex<Option<&'static str>>,
 }
 
 impl ClientInfo {
@@ -41,8 +42,26 @@ impl ClientInfo {
             console: false,
             since: Instant::now(),
             connected_at: SystemTime::now(),
-            pin: OnceLock::new(),
+            pin: Mutex::new(None),
         }
+    }
+
+    /// Why the session is pinned now, if it is.
+    pub fn pin(&self) -> Option<&'static str> {
+        *self.pin.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session was pinned for `reason` (the first reason is kept).
+    pub fn pinned(&self, reason: &'static str) {
+        self.pin
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(reason);
+    }
+
+    /// The session is no longer pinned.
+    pub fn unpinned(&self) {
+        *self.pin.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     pub fn database(&self) -> String {
@@ -146,6 +165,18 @@ impl<T: CancelTarget> CancelRegistry<T> {
             })
             .collect();
         out.sort_by_key(|r| r.id);
+        out
+    }
+
+    /// Logged-in sessions pinned now, by reason (one pass under the lock,
+    /// nothing cloned: a scrape's cost with many idle clients).
+    pub fn pinned_now(&self) -> std::collections::BTreeMap<&'static str, usize> {
+        let mut out = std::collections::BTreeMap::new();
+        for e in self.map.lock().unwrap_or_else(PoisonError::into_inner).values() {
+            if let Some(reason) = e.info.as_ref().and_then(|i| i.pin()) {
+                *out.entry(reason).or_default() += 1;
+            }
+        }
         out
     }
 

@@ -252,7 +252,7 @@ pub fn clients(cores: &[Arc<dyn CoreView>]) -> Table {
                 secs(c.info.since.elapsed()),
                 wait.as_secs().into(),
                 micros(wait - Duration::from_secs(wait.as_secs())),
-                c.info.pin.get().map(|p| (*p).to_owned()).into(),
+                c.info.pin().map(str::to_owned).into(),
                 server,
                 pid,
                 c.info.console.into(),

@@ -152,6 +152,7 @@ impl Session {
         self.finish().await;
         self.discard = false;
         self.pinned = None;
+        self.inspect.unpinned();
         if self.endpoint.pool_mode == PoolMode::Session {
             self.pin("session_mode");
         }
