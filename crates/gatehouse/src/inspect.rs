@@ -33,6 +33,8 @@ pub struct Inspector {
     rules: Option<SessionRules>,
     /// The session's own counts, logged when it ends ([`crate::session_log`]).
     session: crate::session_log::SessionLog,
+    /// What the session counts for `/metrics` ([`crate::meter`]).
+    meter: crate::meter::SessionMeter,
 }
 
 impl Drop for Inspector {
@@ -115,7 +117,14 @@ pub struct Timed {
 }
 
 impl Inspector {
-    pub fn new(settings: &Settings, tenant: &str, database: &str, endpoint: &str, client: Option<IpAddr>) -> Self {
+    pub fn new(
+        settings: &Settings,
+        tenant: &str,
+        database: &str,
+        endpoint: &str,
+        client: Option<IpAddr>,
+        meter: crate::meter::SessionMeter,
+    ) -> Self {
         let mut me = Self {
             tenant: Arc::from(tenant),
             database: database.to_owned(),
@@ -124,9 +133,20 @@ impl Inspector {
             from: settings.rules.clone(),
             rules: None,
             session: crate::session_log::SessionLog::new(),
+            meter,
         };
         me.filter();
         me
+    }
+
+    /// The session's meter ([`crate::meter`]).
+    pub fn meter(&self) -> &crate::meter::SessionMeter {
+        &self.meter
+    }
+
+    /// The session's meter, to count statements and transactions.
+    pub fn meter_mut(&mut self) -> &mut crate::meter::SessionMeter {
+        &mut self.meter
     }
 
     /// Logs the session's login (its end is logged when it is dropped).

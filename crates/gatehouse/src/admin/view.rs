@@ -111,6 +111,19 @@ pub trait CoreView: Send + Sync {
     fn reset_digests(&self);
     /// The configuration the engine runs with now (its query rules).
     fn settings_now(&self) -> Arc<Settings>;
+    /// What the engine's sessions and pools counted ([`crate::meter`]).
+    fn traffic(&self) -> Traffic;
+}
+
+/// One engine's counters for `/metrics`: per endpoint (each of its
+/// configured endpoints, used or not), per tenant (all of them: the top N
+/// are chosen across engines), and backend connections opened per backend.
+#[derive(Debug)]
+pub struct Traffic {
+    pub engine: &'static str,
+    pub endpoints: Vec<crate::meter::EndpointCounts>,
+    pub tenants: Vec<crate::meter::TenantCounts>,
+    pub backends: Vec<crate::pool::BackendConnects>,
 }
 
 /// A switchover under way: resolves to the new writer, or why it failed.
@@ -163,6 +176,17 @@ impl<E: Engine> CoreView for Core<E> {
 
     fn settings_now(&self) -> Arc<Settings> {
         self.settings_arc()
+    }
+
+    fn traffic(&self) -> Traffic {
+        let settings = self.settings_arc();
+        let mine = settings.endpoints.iter().filter(|e| e.cluster.engine == E::KIND);
+        Traffic {
+            engine: E::NAME,
+            endpoints: self.meters.endpoints(mine.map(|e| e.name.as_str())),
+            tenants: self.meters.tenants(),
+            backends: self.pools.backend_connects(),
+        }
     }
 
     fn readiness(&self) -> Vec<Readiness> {

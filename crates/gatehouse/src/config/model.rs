@@ -272,6 +272,8 @@ pub struct Settings {
     pub rules: Arc<crate::rules::Rules>,
     /// `[digests]`: per-digest statistics.
     pub digests: DigestSettings,
+    /// `[stats]`: latency histograms and per-tenant series in `/metrics`.
+    pub stats: StatsSettings,
     /// The file these settings were read from, which a reload reads again;
     /// `None` for settings parsed from text.
     pub source: Option<std::path::PathBuf>,
@@ -285,6 +287,17 @@ pub struct DigestSettings {
     pub enabled: bool,
     /// The top-K store's capacity.
     pub max_digests: usize,
+}
+
+/// `[stats]`: what `/metrics` records beyond its counters
+/// ([`crate::meter`]); a reload applies to sessions that log in after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsSettings {
+    /// Latency histograms (lease wait, statement, backend response).
+    pub histograms: bool,
+    /// Tenants with series of their own (the most transactions; the rest
+    /// are summed as `tenant="other"`); 0: no per-tenant counting.
+    pub tenant_series: usize,
 }
 
 /// `[admin]`: where the admin HTTP API listens and the token it requires.

@@ -27,6 +27,7 @@ pub struct RawConfig {
     pub tokens: Option<Spanned<RawTokens>>,
     pub admin: Option<Spanned<RawAdmin>>,
     pub digests: Option<Spanned<RawDigests>>,
+    pub stats: Option<Spanned<RawStats>>,
     #[serde(default)]
     pub rules: Vec<RawRule>,
 }
@@ -196,6 +197,14 @@ pub struct RawDigests {
     pub enabled: Option<bool>,
     /// The top-K store's capacity.
     pub max_digests: Option<Spanned<u64>>,
+}
+
+/// `[stats]`: the latency histograms and per-tenant series of `/metrics`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStats {
+    pub histograms: Option<bool>,
+    pub tenant_series: Option<Spanned<u64>>,
 }
 
 /// `[[rules]]`: one query rule; match fields, then actions.

@@ -91,6 +91,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
     let admin = raw.admin.as_ref().and_then(|a| admin(&mut cx, a));
     let rules = super::rules::rules(&mut cx, &raw.rules, &raw.endpoints, &clusters);
     let digests = super::rules::digests(&mut cx, raw.digests.as_ref());
+    let stats = super::stats::stats(&mut cx, raw.stats.as_ref());
     if endpoints.is_empty() && cx.problems.is_empty() {
         cx.problems.push(Problem {
             line: None,
@@ -110,6 +111,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
         admin,
         rules,
         digests,
+        stats,
         source: None,
     })
 }
