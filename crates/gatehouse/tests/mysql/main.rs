@@ -6,6 +6,9 @@
 mod auth;
 mod differential;
 mod kill;
+mod metrics;
+#[path = "../common/openmetrics.rs"]
+mod openmetrics;
 mod park;
 mod plugins;
 mod queries;
@@ -476,6 +479,7 @@ fn main() -> ExitCode {
     cases.extend(reload::cases());
     cases.extend(rules::cases());
     cases.extend(rules_matrix::cases());
+    cases.extend(metrics::cases());
     trials::run(cases, setup, teardown)
 }
 

@@ -10,6 +10,9 @@ mod bad_input;
 mod cancel;
 mod differential;
 mod limits;
+mod metrics;
+#[path = "../common/openmetrics.rs"]
+mod openmetrics;
 mod own;
 mod park;
 mod prepared;
@@ -524,6 +527,7 @@ fn main() -> ExitCode {
     cases.extend(scale::cases());
     cases.extend(abuse::cases());
     cases.extend(admin::cases());
+    cases.extend(metrics::cases());
     cases.extend(park::cases());
     cases.extend(cancel::cases());
     cases.extend(prepared::cases());

@@ -203,12 +203,12 @@ fn register_tenants(traffic: &[Traffic], top: usize, registry: &mut Registry) {
     }
     registry.register(
         "tenant_transactions",
-        "Transactions of the tenants with the most ([stats] tenant_series of them); tenant=\"other\" sums the rest",
+        "Transactions of the tenants with the most ([stats] tenant_series of them); the tenant other sums the rest",
         transactions,
     );
     registry.register(
         "tenant_queries",
-        "Statements of the same tenants; tenant=\"other\" sums the rest",
+        "Statements of the same tenants; the tenant other sums the rest",
         queries,
     );
 }
