@@ -102,6 +102,8 @@ pub async fn negotiate(
                 match TlsAcceptor::from(tls).accept(TlsIo::new(tcp, BytesMut::new())).await {
                     Ok(t) => *stream = Some(ClientStream::tls(t, meter)),
                     Err(e) => {
+                        // A failed login (MySQL's is an error it counts the same way).
+                        meter.login_failed(Condition::ProtocolViolation.name());
                         tracing::debug!(error = %e, "TLS handshake failed");
                         return Ok(None);
                     }
