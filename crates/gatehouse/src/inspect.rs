@@ -35,6 +35,8 @@ pub struct Inspector {
     session: crate::session_log::SessionLog,
     /// What the console lists of the session, once it logged in.
     info: Option<Arc<crate::cancel::ClientInfo>>,
+    /// What the session counts for `/metrics` ([`crate::meter`]).
+    meter: crate::meter::SessionMeter,
 }
 
 impl Drop for Inspector {
@@ -117,7 +119,14 @@ pub struct Timed {
 }
 
 impl Inspector {
-    pub fn new(settings: &Settings, tenant: &str, database: &str, endpoint: &str, client: Option<IpAddr>) -> Self {
+    pub fn new(
+        settings: &Settings,
+        tenant: &str,
+        database: &str,
+        endpoint: &str,
+        client: Option<IpAddr>,
+        meter: crate::meter::SessionMeter,
+    ) -> Self {
         let mut me = Self {
             tenant: Arc::from(tenant),
             database: database.to_owned(),
@@ -127,9 +136,20 @@ impl Inspector {
             rules: None,
             session: crate::session_log::SessionLog::new(),
             info: None,
+            meter,
         };
         me.filter();
         me
+    }
+
+    /// The session's meter ([`crate::meter`]).
+    pub fn meter(&self) -> &crate::meter::SessionMeter {
+        &self.meter
+    }
+
+    /// The session's meter, to count statements and transactions.
+    pub fn meter_mut(&mut self) -> &mut crate::meter::SessionMeter {
+        &mut self.meter
     }
 
     /// Logs the session's login (its end is logged when it is dropped),

@@ -17,6 +17,7 @@ pub mod error;
 pub mod inspect;
 pub mod limits;
 pub mod logging;
+pub mod meter;
 pub mod park;
 pub mod pool;
 pub mod reload;

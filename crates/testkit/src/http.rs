@@ -1,6 +1,7 @@
 //! A minimal blocking HTTP/1.1 client for tests and scripts that talk to
 //! the proxy's admin API on loopback: one request per connection
-//! (`Connection: close`), the status code and body returned as text.
+//! (`Connection: close`), the status code, content type and body returned
+//! as text.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -8,10 +9,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-/// A response: status code and body.
+/// A response: status code, `Content-Type` (if any) and body.
 #[derive(Debug)]
 pub struct Response {
     pub status: u16,
+    pub content_type: Option<String>,
     pub body: String,
 }
 
@@ -36,8 +38,18 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, bearer: Option<&str>)
     let chunked = head.lines().any(|l| {
         l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.to_ascii_lowercase().contains("chunked")
     });
+    let content_type = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("content-type")
+            .then(|| value.trim().to_owned())
+    });
     let body = if chunked { dechunk(body)? } else { body.to_owned() };
-    Ok(Response { status, body })
+    Ok(Response {
+        status,
+        content_type,
+        body,
+    })
 }
 
 fn dechunk(mut rest: &str) -> Result<String> {

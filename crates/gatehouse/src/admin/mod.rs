@@ -1,4 +1,4 @@
-//! The admin HTTP API: `GET /metrics` (Prometheus), `GET /api/pools`,
+//! The admin HTTP API: `GET /metrics` (OpenMetrics text), `GET /api/pools`,
 //! `GET /api/backends`, `GET /api/clusters`, `GET /api/stats`,
 //! `GET /api/health` (liveness) and `GET /api/ready` (readiness: every
 //! endpoint has a usable backend; both without the token), `POST /api/reload`, `GET /api/digests[?limit=N]` and
@@ -123,11 +123,7 @@ async fn require_token(State(state): State<Arc<AdminState>>, request: Request, n
 
 async fn metrics_text(State(state): State<Arc<AdminState>>) -> Response {
     match metrics::render(&state) {
-        Ok(text) => (
-            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-            text,
-        )
-            .into_response(),
+        Ok(text) => ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be encoded\n").into_response(),
     }
 }

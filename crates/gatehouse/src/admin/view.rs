@@ -127,6 +127,8 @@ pub trait CoreView: Send + Sync {
     fn set_disabled(&self, endpoint: &str, disabled: bool) -> Option<()>;
     /// Whether `endpoint` is closed to new logins.
     fn is_disabled(&self, endpoint: &str) -> bool;
+    /// What the engine's sessions and pools counted ([`crate::meter`]).
+    fn traffic(&self) -> Traffic;
 }
 
 /// An idle backend connection in a pool.
@@ -139,6 +141,17 @@ pub struct IdleServer {
     pub server_id: u32,
     pub age: std::time::Duration,
     pub idle_for: std::time::Duration,
+}
+
+/// One engine's counters for `/metrics`: per endpoint (each of its
+/// configured endpoints, used or not), per tenant (all of them: the top N
+/// are chosen across engines), and backend connections opened per backend.
+#[derive(Debug)]
+pub struct Traffic {
+    pub engine: &'static str,
+    pub endpoints: Vec<crate::meter::EndpointCounts>,
+    pub tenants: Vec<crate::meter::TenantCounts>,
+    pub backends: Vec<crate::pool::BackendConnects>,
 }
 
 /// A switchover under way: resolves to the new writer, or why it failed.
@@ -245,6 +258,17 @@ impl<E: Engine> CoreView for Core<E> {
 
     fn is_disabled(&self, endpoint: &str) -> bool {
         Core::is_disabled(self, endpoint)
+    }
+
+    fn traffic(&self) -> Traffic {
+        let settings = self.settings_arc();
+        let mine = settings.endpoints.iter().filter(|e| e.cluster.engine == E::KIND);
+        Traffic {
+            engine: E::NAME,
+            endpoints: self.meters.endpoints(mine.map(|e| e.name.as_str())),
+            tenants: self.meters.tenants(),
+            backends: self.pools.backend_connects(),
+        }
     }
 
     fn readiness(&self) -> Vec<Readiness> {

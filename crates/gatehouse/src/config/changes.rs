@@ -118,8 +118,8 @@ pub fn restart_changes(old: &Settings, new: &Settings) -> Vec<&'static str> {
     d.0
 }
 
-/// What a reload changes in the query rules and the digest settings, both
-/// applied in place: `rules: 3 -> 4 (added "a"; changed "b")`,
+/// What a reload changes in the query rules, the digest settings and
+/// `[stats]`, all applied in place: `rules: 3 -> 4 (added "a"; changed "b")`,
 /// `digests.enabled: false -> true`. Empty when nothing changed.
 pub fn rules_changes(old: &Settings, new: &Settings) -> Vec<String> {
     let mut out = Vec::new();
@@ -147,6 +147,16 @@ pub fn rules_changes(old: &Settings, new: &Settings) -> Vec<String> {
     }
     if o.max_digests != n.max_digests {
         out.push(format!("digests.max_digests: {} -> {}", o.max_digests, n.max_digests));
+    }
+    let (o, n) = (&old.stats, &new.stats);
+    if o.histograms != n.histograms {
+        out.push(format!("stats.histograms: {} -> {}", o.histograms, n.histograms));
+    }
+    if o.tenant_series != n.tenant_series {
+        out.push(format!(
+            "stats.tenant_series: {} -> {}",
+            o.tenant_series, n.tenant_series
+        ));
     }
     out
 }

@@ -12,6 +12,7 @@ pub mod model;
 pub mod raw;
 pub mod reference;
 mod rules;
+mod stats;
 pub mod validate;
 
 use std::fmt;

@@ -277,6 +277,8 @@ pub struct Settings {
     pub digests: DigestSettings,
     /// `[console]`: who may use the SQL admin console, and its database name.
     pub console: ConsoleSettings,
+    /// `[stats]`: latency histograms and per-tenant series in `/metrics`.
+    pub stats: StatsSettings,
     /// The file these settings were read from, which a reload reads again;
     /// `None` for settings parsed from text.
     pub source: Option<std::path::PathBuf>,
@@ -314,6 +316,17 @@ impl ConsoleSettings {
             None
         }
     }
+}
+
+/// `[stats]`: what `/metrics` records beyond its counters
+/// ([`crate::meter`]); a reload applies to sessions that log in after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsSettings {
+    /// Latency histograms (lease wait, statement, backend response).
+    pub histograms: bool,
+    /// Tenants with series of their own (the most transactions; the rest
+    /// are summed as `tenant="other"`); 0: no per-tenant counting.
+    pub tenant_series: usize,
 }
 
 /// `[admin]`: where the admin HTTP API listens and the token it requires.

@@ -28,6 +28,7 @@ pub struct RawConfig {
     pub admin: Option<Spanned<RawAdmin>>,
     pub digests: Option<Spanned<RawDigests>>,
     pub console: Option<Spanned<RawConsole>>,
+    pub stats: Option<Spanned<RawStats>>,
     #[serde(default)]
     pub rules: Vec<RawRule>,
 }
@@ -210,6 +211,14 @@ pub struct RawDigests {
     pub enabled: Option<bool>,
     /// The top-K store's capacity.
     pub max_digests: Option<Spanned<u64>>,
+}
+
+/// `[stats]`: the latency histograms and per-tenant series of `/metrics`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStats {
+    pub histograms: Option<bool>,
+    pub tenant_series: Option<Spanned<u64>>,
 }
 
 /// `[[rules]]`: one query rule; match fields, then actions.

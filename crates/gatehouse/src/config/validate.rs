@@ -92,6 +92,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
     let rules = super::rules::rules(&mut cx, &raw.rules, &raw.endpoints, &clusters);
     let digests = super::rules::digests(&mut cx, raw.digests.as_ref());
     let console = super::console::console(&mut cx, raw.console.as_ref(), &tenants);
+    let stats = super::stats::stats(&mut cx, raw.stats.as_ref());
     if endpoints.is_empty() && cx.problems.is_empty() {
         cx.problems.push(Problem {
             line: None,
@@ -112,6 +113,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Settings, Pro
         rules,
         digests,
         console,
+        stats,
         source: None,
     })
 }

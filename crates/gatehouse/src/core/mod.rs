@@ -37,6 +37,8 @@ pub struct Core<E: Engine> {
     pub limits: crate::limits::Limits,
     pub cancels: Arc<CancelRegistry<E::CancelTarget>>,
     pub stats: crate::stats::Stats,
+    /// What sessions count for `/metrics` ([`crate::meter`]).
+    pub meters: crate::meter::Meters,
     /// Per-process seed for mock authentication of unknown users, so the
     /// same unknown name always sees the same salt.
     pub auth_mock_seed: [u8; 32],
@@ -168,6 +170,7 @@ impl<E: Engine> Core<E> {
             ),
             cancels: Arc::new(CancelRegistry::default()),
             stats: crate::stats::Stats::default(),
+            meters: crate::meter::Meters::default(),
             digests: arc_swap::ArcSwapOption::new(digest_store(&settings)),
             console: std::sync::OnceLock::new(),
             disabled: Default::default(),

@@ -1,18 +1,30 @@
 //! A client connection that is either plain TCP or TLS, behind one
-//! `AsyncRead + AsyncWrite` type so the session code does not care which;
-//! and [`TlsIo`], the socket under a TLS session with the first bytes of
-//! the handshake the client may have sent before the proxy started it.
+//! `AsyncRead + AsyncWrite` type so the session code does not care which,
+//! counting the bytes it reads and writes into its endpoint's meter
+//! ([`crate::meter`]: the one place both engines' client bytes pass); and
+//! [`TlsIo`], the socket under a TLS session with the first bytes of the
+//! handshake the client may have sent before the proxy started it.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+
+use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
-pub enum ClientStream {
+use crate::meter::EndpointMeter;
+
+pub struct ClientStream {
+    io: Io,
+    /// The endpoint's counters, which the bytes each way are added to.
+    meter: Arc<EndpointMeter>,
+}
+
+enum Io {
     Plain(TcpStream),
     Tls(Box<TlsStream<TlsIo>>),
 }
@@ -64,12 +76,38 @@ impl AsyncWrite for TlsIo {
 }
 
 impl ClientStream {
+    /// An accepted connection of the endpoint whose counters are `meter`.
+    pub fn plain(socket: TcpStream, meter: Arc<EndpointMeter>) -> Self {
+        Self {
+            io: Io::Plain(socket),
+            meter,
+        }
+    }
+
+    /// The TLS session started on a plain connection's socket.
+    pub fn tls(session: TlsStream<TlsIo>, meter: Arc<EndpointMeter>) -> Self {
+        Self {
+            io: Io::Tls(Box::new(session)),
+            meter,
+        }
+    }
+
+    /// The plain connection's socket and counters (to start TLS on, or to
+    /// park); the stream itself back when it is a TLS one.
+    pub fn into_plain(self) -> Result<(TcpStream, Arc<EndpointMeter>), Self> {
+        match self.io {
+            Io::Plain(s) => Ok((s, self.meter)),
+            Io::Tls(_) => Err(self),
+        }
+    }
+
     /// A parked session's socket back on the runtime (called in the
-    /// runtime's context); `None`, logged, when it cannot be registered.
-    pub fn resumed(socket: std::net::TcpStream) -> Option<Self> {
+    /// runtime's context), counting into `meter` again; `None`, logged,
+    /// when it cannot be registered.
+    pub fn resumed(socket: std::net::TcpStream, meter: Arc<EndpointMeter>) -> Option<Self> {
         let peer = socket.peer_addr().ok();
         match TcpStream::from_std(socket) {
-            Ok(s) => Some(Self::Plain(s)),
+            Ok(s) => Some(Self::plain(s, meter)),
             Err(e) => {
                 tracing::warn!(?peer, error = %e, "session ended: its socket could not be resumed");
                 None
@@ -77,16 +115,21 @@ impl ClientStream {
         }
     }
 
+    /// The endpoint's counters this connection counts into.
+    pub fn meter(&self) -> &Arc<EndpointMeter> {
+        &self.meter
+    }
+
     pub fn is_tls(&self) -> bool {
-        matches!(self, Self::Tls(_))
+        matches!(self.io, Io::Tls(_))
     }
 
     /// The client's address (unspecified if the socket no longer knows it),
     /// for logs: sessions do not keep it.
     pub fn peer(&self) -> std::net::SocketAddr {
-        let socket = match self {
-            Self::Plain(s) => s,
-            Self::Tls(s) => &s.get_ref().0.tcp,
+        let socket = match &self.io {
+            Io::Plain(s) => s,
+            Io::Tls(s) => &s.get_ref().0.tcp,
         };
         socket
             .peer_addr()
@@ -104,41 +147,55 @@ impl ClientStream {
     /// [`Self::readable`] as a poll: the waker goes to the socket's own
     /// registration, with no waiter node in the caller's future.
     pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self {
-            Self::Plain(s) => s.poll_read_ready(cx),
-            Self::Tls(_) => Poll::Ready(Ok(())),
+        match &self.io {
+            Io::Plain(s) => s.poll_read_ready(cx),
+            Io::Tls(_) => Poll::Ready(Ok(())),
         }
     }
 }
 
 impl AsyncRead for ClientStream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let read = match &mut this.io {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        };
+        let n = buf.filled().len() - before;
+        if n > 0 {
+            this.meter.received(n);
         }
+        read
     }
 }
 
 impl AsyncWrite for ClientStream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        let this = self.get_mut();
+        let written = match &mut this.io {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        };
+        if let Poll::Ready(Ok(n)) = written
+            && n > 0
+        {
+            this.meter.sent(n);
         }
+        written
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_flush(cx),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }

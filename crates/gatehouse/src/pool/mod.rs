@@ -27,7 +27,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use arc_swap::ArcSwap;
 
 pub use self::capacity::Capacity;
-pub use self::share::BackendShare;
+pub use self::share::{BackendConnects, BackendShare};
 use crate::cancel::CANCEL_SETTLE_LIMIT;
 use crate::config::{ClusterSettings, Secret};
 use crate::engine::Engine;
@@ -279,13 +279,19 @@ impl<E: Engine> Pool<E> {
         let generation = self.generation();
         let secret = self.secret.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let cluster = self.cluster.load_full();
-        let mut conn = self
-            .engine
-            .connect(&self.key.backend, &secret, &self.key.database, cluster.connect_timeout)
-            .await?;
-        if let Some(sql) = &cluster.init_query {
-            self.engine.initialize(&mut conn, sql).await?;
+        let opened = async {
+            let mut conn = self
+                .engine
+                .connect(&self.key.backend, &secret, &self.key.database, cluster.connect_timeout)
+                .await?;
+            if let Some(sql) = &cluster.init_query {
+                self.engine.initialize(&mut conn, sql).await?;
+            }
+            Ok(conn)
         }
+        .await;
+        self.share.count_open(opened.is_ok());
+        let conn = opened?;
         let pooled = Box::new(Pooled {
             conn,
             generation,

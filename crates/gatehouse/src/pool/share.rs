@@ -3,15 +3,17 @@
 //! slot the server has), and a cap on how many of them may sit idle. While
 //! a pool waits for a place under the cap, no connection of another pool
 //! stays idle on this backend: it is closed as it comes back, and its
-//! place goes to the first waiter.
+//! place goes to the first waiter. It also counts the connections its
+//! pools opened and failed to open, for `/metrics` ([`BackendConnects`]).
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{OnceLock, PoisonError};
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::Capacity;
+use super::{Capacity, Pools};
 use crate::config::ClusterSettings;
+use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
 
 /// Asks the pools on this backend to close one idle connection; true if one was.
@@ -30,6 +32,20 @@ pub struct BackendShare {
     /// Leases waiting for a place under the cap now.
     waiting: AtomicUsize,
     make_room: MakeRoom,
+    /// Connections opened (and initialized), and attempts that failed.
+    opened: AtomicU64,
+    open_failed: AtomicU64,
+}
+
+/// What one backend's share counted, as a scrape reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendConnects {
+    pub cluster: String,
+    pub backend: String,
+    pub opened: u64,
+    pub failed: u64,
+    /// The most connections the proxy opens to it, when known.
+    pub cap: Option<usize>,
 }
 
 /// Counts one waiter while it waits (a cancelled wait included).
@@ -59,6 +75,8 @@ impl BackendShare {
             idle: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
             make_room,
+            opened: AtomicU64::new(0),
+            open_failed: AtomicU64::new(0),
         };
         share.learn_server_max(server_max);
         share
@@ -172,5 +190,33 @@ impl BackendShare {
 
     pub fn idle_count(&self) -> usize {
         self.idle.load(Ordering::Relaxed)
+    }
+
+    /// A pool of the backend opened a connection, or failed to.
+    pub fn count_open(&self, ok: bool) {
+        let counter = if ok { &self.opened } else { &self.open_failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl<E: Engine> Pools<E> {
+    /// Connections opened and failed per backend, by cluster and backend
+    /// (a backend whose pools never opened one is not listed).
+    pub fn backend_connects(&self) -> Vec<BackendConnects> {
+        let mut out: Vec<BackendConnects> = self
+            .shares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|((cluster, backend), s)| BackendConnects {
+                cluster: cluster.clone(),
+                backend: backend.clone(),
+                opened: s.opened.load(Ordering::Relaxed),
+                failed: s.open_failed.load(Ordering::Relaxed),
+                cap: s.cap(),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.cluster, &a.backend).cmp(&(&b.cluster, &b.backend)));
+        out
     }
 }

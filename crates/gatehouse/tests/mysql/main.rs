@@ -7,6 +7,9 @@ mod auth;
 mod console;
 mod differential;
 mod kill;
+mod metrics;
+#[path = "../common/openmetrics.rs"]
+mod openmetrics;
 mod park;
 mod plugins;
 mod queries;
@@ -478,6 +481,7 @@ fn main() -> ExitCode {
     cases.extend(reload::cases());
     cases.extend(rules::cases());
     cases.extend(rules_matrix::cases());
+    cases.extend(metrics::cases());
     trials::run(cases, setup, teardown)
 }
 

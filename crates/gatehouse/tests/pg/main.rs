@@ -13,6 +13,9 @@ mod console;
 mod dashboard;
 mod differential;
 mod limits;
+mod metrics;
+#[path = "../common/openmetrics.rs"]
+mod openmetrics;
 mod own;
 mod park;
 mod prepared;
@@ -529,6 +532,7 @@ fn main() -> ExitCode {
     cases.extend(admin::cases());
     cases.extend(console::cases());
     cases.extend(dashboard::cases());
+    cases.extend(metrics::cases());
     cases.extend(park::cases());
     cases.extend(cancel::cases());
     cases.extend(prepared::cases());

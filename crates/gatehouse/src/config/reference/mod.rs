@@ -11,6 +11,7 @@ mod credentials;
 mod endpoints;
 mod proxy;
 mod rules;
+mod stats;
 #[cfg(test)]
 mod tests;
 
@@ -57,6 +58,7 @@ pub const SECTIONS: &[Section] = &[
     credentials::SECRETS_STORE,
     credentials::TOKENS,
     rules::DIGESTS,
+    stats::STATS,
     rules::RULES,
     rules::ROUTE,
     rules::REWRITE,

@@ -351,6 +351,11 @@ fn documented_defaults_match_the_named_constants() {
             u64::from(DEFAULT_MAX_CLIENT_CONNECTIONS),
         ),
         ("[digests]", "max_digests", DEFAULT_MAX_DIGESTS as u64),
+        (
+            "[stats]",
+            "tenant_series",
+            crate::config::stats::DEFAULT_TENANT_SERIES as u64,
+        ),
         ("[tokens]", "cache_capacity", gatehouse_token::DEFAULT_CACHE_CAPACITY),
     ];
     for (section, key, constant) in integers {
@@ -364,6 +369,11 @@ fn documented_defaults_match_the_named_constants() {
             .about
             .contains(&MAX_MAX_DIGESTS.to_string())
     );
+    assert!(
+        key("[stats]", "tenant_series")
+            .about
+            .contains(&crate::config::stats::MAX_TENANT_SERIES.to_string())
+    );
 }
 
 /// Where a key goes in [`config_with`], by its section.
@@ -376,6 +386,7 @@ struct Slots {
     tenant: String,
     digests: String,
     console: String,
+    stats: String,
     rule: String,
 }
 
@@ -390,6 +401,7 @@ fn config_with(engine: &str, role: &str, slots: &Slots) -> String {
         tenant,
         digests,
         console,
+        stats,
         rule,
     } = slots;
     format!(
@@ -430,6 +442,8 @@ mysql_native_password = "*0123456789ABCDEF0123456789ABCDEF01234567"
 
 [console]
 {console}
+[stats]
+{stats}
 
 [[rules]]
 name = "r"
@@ -475,6 +489,7 @@ fn every_documented_default_is_what_the_validator_applies_without_the_key() {
                 "[[tenants]]" => &mut slots.tenant,
                 "[digests]" => &mut slots.digests,
                 "[console]" => &mut slots.console,
+                "[stats]" => &mut slots.stats,
                 "[[rules]]" => &mut slots.rule,
                 // Needs key files; its defaults are the named constants
                 // checked in `documented_defaults_match_the_named_constants`.

@@ -147,6 +147,8 @@ impl Session {
                     return Ok(Next::End);
                 }
             };
+            // The command is read: a statement's time through the proxy starts.
+            self.received = self.inspect.meter().clock();
             if packet.seq != 0 {
                 return self
                     .fatal_end(

@@ -116,13 +116,19 @@ impl Session {
         // Another tenant's session from here: its own rules, digest
         // attribution and log record (the old one's end line is written
         // as it is replaced, then the new login's).
+        let settings = core.settings();
+        let meter = core
+            .meters
+            .session(self.inspect.meter().endpoint().clone(), &tenant.name, &settings.stats);
         *self.inspect = crate::inspect::Inspector::new(
-            &core.settings(),
+            &settings,
             &tenant.name,
             database.as_deref().unwrap_or_default(),
             &self.endpoint.name,
             Some(self.peer),
+            meter,
         );
+        drop(settings);
         self.inspect.logged_in(stream.is_tls(), &self.cancel);
         self.tenant = tenant;
         let collation = request.charset.and_then(|c| u8::try_from(c).ok());

@@ -4,7 +4,8 @@
 //! answers 1142 without running; a rewrite replaces the text before it is
 //! classified, prepared or sent; a route picks the lease; a statement
 //! timeout cancels it with `KILL QUERY`), and each statement run is
-//! followed to its reply for the digest store.
+//! followed to its reply for the digest store and counted in the session's
+//! meter ([`crate::meter`]).
 
 use gatehouse_proto_mysql::response::Done;
 use gatehouse_sql::mysql as my_sql;
@@ -12,6 +13,7 @@ use gatehouse_sql::mysql as my_sql;
 use super::txn::{Fatal, Session};
 use crate::engine::stream::ClientStream;
 use crate::inspect::{Inspector, Tracked};
+use crate::meter::Stamp;
 use crate::rules::Verdict;
 
 impl Session {
@@ -74,5 +76,20 @@ impl Session {
         }
         drop(tracked);
         done
+    }
+
+    /// A client statement's reply was relayed whole: the transaction it
+    /// ends (out of one now) is counted, and its times when it was timed
+    /// (`sent`: when it went to the backend; histograms on).
+    pub(super) fn statement_answered(&mut self, sent: Option<std::time::Instant>) {
+        let in_transaction = self.in_transaction;
+        let received = self.received;
+        let meter = self.inspect.meter_mut();
+        meter.boundary(in_transaction);
+        if let (Some(sent), Some(received)) = (sent, received) {
+            // Relayed as it came: the reply's end is its last byte written.
+            let now = std::time::Instant::now();
+            meter.answered(Stamp { received, sent }, now, now);
+        }
     }
 }

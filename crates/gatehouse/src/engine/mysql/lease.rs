@@ -127,6 +127,7 @@ impl Session {
             }
             self.lease = Some(lease);
             self.lease_wait = began.elapsed();
+            self.inspect.meter().lease_waited(self.lease_wait);
             self.carry.lease_changed();
             self.lid_lease_started(lid);
         }

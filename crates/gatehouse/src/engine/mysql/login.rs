@@ -151,7 +151,7 @@ pub async fn greet(
     else {
         return Err(internal());
     };
-    let ClientStream::Plain(tcp) = stream else {
+    let Ok((tcp, meter)) = stream.into_plain() else {
         return Err(ProxyError::new(
             Condition::ProtocolViolation,
             "SSLRequest received over TLS",
@@ -168,7 +168,7 @@ pub async fn greet(
             ProxyError::new(Condition::ProtocolViolation, "SSL connection error").with_detail(e.to_string())
         })?;
     *phase = Some(Phase {
-        stream: ClientStream::Tls(Box::new(tls_stream)),
+        stream: ClientStream::tls(tls_stream, meter),
         buf,
         seq,
         tls: true,

@@ -57,8 +57,9 @@ fn park(
     let Some(lot) = s.core.parking.clone() else {
         return Some((s, stream));
     };
-    let ClientStream::Plain(socket) = stream else {
-        return Some((s, stream));
+    let (socket, _meter) = match stream.into_plain() {
+        Ok(plain) => plain,
+        Err(stream) => return Some((s, stream)),
     };
     let peer = socket.peer_addr().ok();
     match socket.into_std() {
@@ -83,7 +84,7 @@ impl Parked for Session {
 }
 
 async fn resumed(mut s: Box<Session>, socket: std::net::TcpStream, timed_out: bool) {
-    let Some(mut stream) = ClientStream::resumed(socket) else {
+    let Some(mut stream) = ClientStream::resumed(socket, s.inspect.meter().endpoint().clone()) else {
         return;
     };
     if timed_out {

@@ -73,9 +73,10 @@ pub fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) -> impl Future<Outpu
     async move {
         let Some(e) = logging_in.await else { return };
         let Established { stream, buf, start } = *e;
-        let mut session = super::txn::start(core, start);
+        let mut session = super::txn::start(core, start, stream.meter().clone());
         let super::txn::Session { inspect, cancel, .. } = &mut *session;
         inspect.logged_in(stream.is_tls(), cancel);
+        inspect.meter().logged_in(stream.is_tls());
         super::parked::drive(session, stream, buf).await;
     }
 }
@@ -90,8 +91,9 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         admission,
         drain,
     } = client;
+    let meter = core.meters.endpoint(&endpoint.name);
     let mut phase = Some(Phase {
-        stream: ClientStream::Plain(socket),
+        stream: ClientStream::plain(socket, meter.clone()),
         buf: BytesMut::new(),
         seq: 0,
         tls: false,
@@ -113,13 +115,13 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         Ok(r) => r,
         Err(e) => {
             let seq = phase.as_ref().map_or(0, |p| p.seq);
-            return fail_none(&core, phase.as_mut().map(|p| &mut p.stream), seq, &e).await;
+            return fail_none(&core, &meter, phase.as_mut().map(|p| &mut p.stream), seq, &e).await;
         }
     };
     let mut phase = phase?;
     if admission.is_none() {
         let e = ProxyError::new(Condition::TooManyConnections, "Too many connections");
-        return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await;
+        return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
     }
     let user = response.username.clone();
     if endpoint.require_tls && !phase.stream.is_tls() {
@@ -127,11 +129,11 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
             Condition::NotAllowed,
             "Connections using insecure transport are prohibited: this endpoint requires TLS (--ssl)",
         );
-        return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await;
+        return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
     }
     if !core.limits.login_allowed(peer.ip(), &user) {
         let e = ProxyError::new(Condition::NotAllowed, crate::limits::TOO_MANY_FAILURES);
-        return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await;
+        return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
     }
     let authenticated = tokio::time::timeout_at(
         deadline,
@@ -145,7 +147,7 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
             if e.condition == Condition::InvalidPassword {
                 core.limits.record_failure(peer.ip(), &user);
             }
-            return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await;
+            return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
         }
     };
     let database = response.database.clone().filter(|d| !d.is_empty());
@@ -153,14 +155,20 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
     if database.as_deref() == Some(console.database.as_str())
         && let Some(role) = console.role_of(&tenant.name)
     {
+        let settings = core.settings_arc();
+        let meter = core
+            .meters
+            .session(phase.stream.meter().clone(), &tenant.name, &settings.stats);
         let mut inspect = crate::inspect::Inspector::new(
-            &core.settings(),
+            &settings,
             &tenant.name,
             &console.database,
             &endpoint.name,
             Some(peer.ip()),
+            meter,
         );
         inspect.logged_in_console(phase.stream.is_tls(), &cancel);
+        inspect.meter().logged_in(phase.stream.is_tls());
         let Phase {
             mut stream, buf, seq, ..
         } = phase;
@@ -186,11 +194,11 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
             Condition::UnknownDatabase,
             format!("Access denied for user '{user}' to database '{db}'"),
         );
-        return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await;
+        return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
     }
     let admitted = match core.admit(&endpoint, &tenant, database.as_deref().unwrap_or("")) {
         Ok(a) => a,
-        Err(e) => return fail_none(&core, Some(&mut phase.stream), phase.seq, &e).await,
+        Err(e) => return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await,
     };
     cancel.claim(&tenant.name);
     let caps = response.capabilities & super::RELAY_CAPS;
@@ -221,8 +229,16 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
     }))
 }
 
-/// [`fail`], for a phase that then has nothing to return.
-async fn fail_none<T>(core: &Core<MyEngine>, stream: Option<&mut ClientStream>, seq: u8, e: &ProxyError) -> Option<T> {
+/// [`fail`] for a login, which then has nothing to return; counted by its
+/// condition in the endpoint's meter.
+async fn fail_none<T>(
+    core: &Core<MyEngine>,
+    meter: &crate::meter::EndpointMeter,
+    stream: Option<&mut ClientStream>,
+    seq: u8,
+    e: &ProxyError,
+) -> Option<T> {
+    meter.login_failed(e.condition.name());
     fail(core, stream, seq, e).await;
     None
 }

@@ -110,6 +110,8 @@ pub struct Session {
     pub(super) lease_wait: std::time::Duration,
     /// The reason the running statement pinned the session, if it did.
     pub(super) just_pinned: Option<&'static str>,
+    /// When the running command was read, with `[stats] histograms` on.
+    pub(super) received: Option<std::time::Instant>,
 }
 
 /// Ends the session: (sequence id for the ERR packet, the error).
@@ -125,22 +127,27 @@ pub enum Served {
 }
 
 /// The session of a client after login, in a box of its own (it moves to
-/// the parking lot and back whole).
-pub fn start(core: Arc<Core<MyEngine>>, start: Start) -> Box<Session> {
+/// the parking lot and back whole). `meter`: the endpoint's counters its
+/// connection counts into.
+pub fn start(core: Arc<Core<MyEngine>>, start: Start, meter: Arc<crate::meter::EndpointMeter>) -> Box<Session> {
     let crate::router::Admitted { slot, cap, pool } = start.admitted;
     let vars = Vars::for_collation(start.collation, BACKEND_COLLATION, |id| core.engine.collation_name(id));
+    let settings = core.settings();
     let inspect = Box::new(crate::inspect::Inspector::new(
-        &core.settings(),
+        &settings,
         &start.tenant.name,
         start.database.as_deref().unwrap_or_default(),
         &start.endpoint.name,
         Some(start.peer),
+        core.meters.session(meter, &start.tenant.name, &settings.stats),
     ));
+    drop(settings);
     let mut s = Box::new(Session {
         inspect,
         ruled: None,
         lease_wait: std::time::Duration::ZERO,
         just_pinned: None,
+        received: None,
         cap,
         core,
         endpoint: start.endpoint,
@@ -221,17 +228,26 @@ impl Session {
         capture: Option<&mut BytesMut>,
     ) -> Result<Option<Done>, Fatal> {
         let kind = ResponseKind::for_command(payload[0]);
-        let conn = match self.conn().await {
-            Ok(c) => c,
-            Err(e) => {
-                self.core.stats.record_error(&e);
-                let err = super::session::my_error(&e);
-                self.error(stream, 1, err, &e.message).await?;
-                return Ok(None);
-            }
+        if let Err(e) = self.conn().await {
+            self.core.stats.record_error(&e);
+            let err = super::session::my_error(&e);
+            self.error(stream, 1, err, &e.message).await?;
+            return Ok(None);
+        }
+        // A client statement (not a PREPARE, a field list, ...): counted,
+        // and timed from here when histograms are on.
+        let statement = matches!(payload[0], COM_QUERY | COM_STMT_EXECUTE);
+        let sent = if statement {
+            self.inspect.meter_mut().statement();
+            self.inspect.meter().clock()
+        } else {
+            None
         };
-        let sent = conn.send_command(payload).await;
-        let done = match sent {
+        let Some(lease) = self.lease.as_mut() else {
+            return Err((0, ProxyError::new(Condition::Internal, "no backend connection")));
+        };
+        let conn = lease.conn();
+        let done = match conn.send_command(payload).await {
             Ok(()) => relay(conn, stream, kind, client_id, capture).await,
             Err(e) => Err(Relay::Backend(e.to_string(), false)),
         };
@@ -241,6 +257,9 @@ impl Session {
                 if let Some(status) = d.status {
                     self.status = status;
                     self.in_transaction = status & SERVER_STATUS_IN_TRANS != 0;
+                }
+                if statement {
+                    self.statement_answered(sent);
                 }
                 if (d.insert_id_seen || plan.info.sets_last_insert_id || plan.call)
                     && let Some(lease) = self.lease.as_mut()

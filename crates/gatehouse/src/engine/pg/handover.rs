@@ -24,7 +24,9 @@ use crate::engine::stream::ClientStream;
 use crate::error::ProxyError;
 use crate::pool::{Lease, Pool, TenantCap};
 
-/// Session mode: one backend connection for the client's whole session.
+/// Session mode: one backend connection for the client's whole session;
+/// `meter` counts its statements and transactions.
+#[allow(clippy::too_many_arguments)] // the session's parts, handed over once
 pub(super) async fn run_session(
     core: &Core<PgEngine>,
     endpoint: &EndpointSettings,
@@ -33,6 +35,7 @@ pub(super) async fn run_session(
     wanted: &[(String, String)],
     cancel: &CancelKey<PgCancelTarget>,
     cap: Option<&TenantCap>,
+    meter: &mut crate::meter::SessionMeter,
 ) -> Result<(), ProxyError> {
     let Some(mut lease) = Box::pin(prepare_backend(core, endpoint, stream, &mut pool, wanted, cap)).await? else {
         return Ok(());
@@ -50,7 +53,9 @@ pub(super) async fn run_session(
         let proxy = &core.settings().proxy;
         Relay::new(proxy.max_message_bytes, proxy.client_message_timeout)
     };
-    let end = relay.run(stream, lease.conn(), &cancel.slot, &core.shutdown).await;
+    let end = relay
+        .run(stream, lease.conn(), &cancel.slot, &core.shutdown, meter)
+        .await;
     let target = cancel.slot.get();
     cancel.slot.set(None);
     if let End::BackendGone(detail) = &end {

@@ -96,12 +96,14 @@ pub async fn negotiate(
                 s.write_all(b"S")
                     .await
                     .map_err(|e| protocol("write failed").with_detail(e.to_string()))?;
-                let Some(ClientStream::Plain(tcp)) = stream.take() else {
+                let Some(Ok((tcp, meter))) = stream.take().map(ClientStream::into_plain) else {
                     return Ok(None);
                 };
                 match TlsAcceptor::from(tls).accept(TlsIo::new(tcp, BytesMut::new())).await {
-                    Ok(t) => *stream = Some(ClientStream::Tls(Box::new(t))),
+                    Ok(t) => *stream = Some(ClientStream::tls(t, meter)),
                     Err(e) => {
+                        // A failed login (MySQL's is an error it counts the same way).
+                        meter.login_failed(Condition::ProtocolViolation.name());
                         tracing::debug!(error = %e, "TLS handshake failed");
                         return Ok(None);
                     }

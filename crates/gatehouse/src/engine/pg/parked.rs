@@ -75,8 +75,9 @@ fn park(
     let Some(lot) = live.tx.core.parking.clone() else {
         return Some((live, stream));
     };
-    let ClientStream::Plain(socket) = stream else {
-        return Some((live, stream));
+    let (socket, _meter) = match stream.into_plain() {
+        Ok(plain) => plain,
+        Err(stream) => return Some((live, stream)),
     };
     let peer = socket.peer_addr().ok();
     match socket.into_std() {
@@ -105,7 +106,7 @@ impl Parked for ParkedLive {
 }
 
 async fn resumed(parked: Box<ParkedLive>, socket: std::net::TcpStream, timed_out: bool) {
-    let Some(mut stream) = ClientStream::resumed(socket) else {
+    let Some(mut stream) = ClientStream::resumed(socket, parked.tx.endpoint_meter()) else {
         return;
     };
     if timed_out {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::inspect::Tracked;
+use crate::meter::Stamp;
 
 /// A response the backend (or the proxy) owes.
 #[derive(Debug)]
@@ -26,10 +27,11 @@ pub enum Pending {
     Describe,
     Close,
     /// An Execute; what the core follows of it, if anything
-    /// ([`crate::inspect`]).
-    Execute(Option<Box<Tracked>>),
+    /// ([`crate::inspect`]), and its times when histograms are on
+    /// ([`crate::meter`]).
+    Execute(Option<Box<Tracked>>, Option<Stamp>),
     /// A simple Query or FunctionCall: everything up to ReadyForQuery.
-    Query(Option<Box<Tracked>>),
+    Query(Option<Box<Tracked>>, Option<Stamp>),
     Sync,
     /// The proxy's own Parse of a statement the backend lacks: swallow the answer.
     InjectedParse(Arc<str>),
@@ -73,6 +75,8 @@ pub struct ResponseQueue {
     rows: u64,
     errored: bool,
     finished: Vec<Finished>,
+    /// Timed statements answered in full since the last call.
+    answered: Vec<Stamp>,
     queue: VecDeque<Pending>,
     /// The backend hit an error and ignores everything until a Sync that
     /// has not been sent yet.
@@ -175,9 +179,11 @@ impl ResponseQueue {
         let Some(front) = self.queue.front() else {
             return Disposition::Forward;
         };
-        if tag == b'E' && !matches!(front, Pending::Query(_)) {
+        if tag == b'E' && !matches!(front, Pending::Query(..)) {
             let swallow = matches!(front, Pending::InjectedClose(_));
-            if let Some(Pending::Execute(Some(_))) = self.queue.front() {
+            if let Some(Pending::Execute(tracked, stamp)) = self.queue.front()
+                && (tracked.is_some() || stamp.is_some())
+            {
                 self.errored = true;
                 self.finish_front();
             }
@@ -193,8 +199,8 @@ impl ResponseQueue {
             Pending::Bind => (tag == b'2', Disposition::Forward),
             Pending::Describe => (matches!(tag, b'T' | b'n'), Disposition::Forward),
             Pending::Close => (tag == b'3', Disposition::Forward),
-            Pending::Execute(_) => (matches!(tag, b'C' | b'I' | b's'), Disposition::Forward),
-            Pending::Query(tracked) => {
+            Pending::Execute(..) => (matches!(tag, b'C' | b'I' | b's'), Disposition::Forward),
+            Pending::Query(tracked, _) => {
                 self.errored |= tracked.is_some() && tag == b'E';
                 (tag == b'Z', Disposition::Forward)
             }
@@ -214,7 +220,7 @@ impl ResponseQueue {
     pub fn front_followed(&self) -> bool {
         matches!(
             self.queue.front(),
-            Some(Pending::Query(Some(_)) | Pending::Execute(Some(_)))
+            Some(Pending::Query(Some(_), _) | Pending::Execute(Some(_), _))
         )
     }
 
@@ -233,14 +239,30 @@ impl ResponseQueue {
         !self.finished.is_empty()
     }
 
-    /// Pops the front entry, done; a followed one is finished.
+    /// Timed statements answered since the last call, taken.
+    pub fn drain_answered(&mut self) -> std::vec::Drain<'_, Stamp> {
+        self.answered.drain(..)
+    }
+
+    /// Whether timed statements were answered since the last call.
+    pub fn has_answered(&self) -> bool {
+        !self.answered.is_empty()
+    }
+
+    /// Pops the front entry, done; a followed one is finished, a timed one
+    /// answered.
     fn finish_front(&mut self) {
-        if let Some(Pending::Query(Some(tracked)) | Pending::Execute(Some(tracked))) = self.queue.pop_front() {
-            self.finished.push(Finished {
-                tracked,
-                rows: self.rows,
-                error: self.errored,
-            });
+        if let Some(Pending::Query(tracked, stamp) | Pending::Execute(tracked, stamp)) = self.queue.pop_front() {
+            if let Some(tracked) = tracked {
+                self.finished.push(Finished {
+                    tracked,
+                    rows: self.rows,
+                    error: self.errored,
+                });
+            }
+            if let Some(stamp) = stamp {
+                self.answered.push(stamp);
+            }
         }
         self.rows = 0;
         self.errored = false;
@@ -258,7 +280,7 @@ impl ResponseQueue {
         self.copy_in = false;
         while let Some(p) = self.queue.pop_front() {
             match p {
-                Pending::Query(_) | Pending::Sync => {
+                Pending::Query(..) | Pending::Sync => {
                     if !errored {
                         out.extend_from_slice(error);
                     }
@@ -274,7 +296,7 @@ impl ResponseQueue {
                     }
                 }
                 Pending::InjectedParse(_) | Pending::InjectedClose(_) | Pending::CopyEnd | Pending::Synthetic(_) => {}
-                Pending::Bind | Pending::Describe | Pending::Close | Pending::Execute(_) => {
+                Pending::Bind | Pending::Describe | Pending::Close | Pending::Execute(..) => {
                     if !errored {
                         out.extend_from_slice(error);
                         errored = true;
@@ -321,7 +343,7 @@ mod tests {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
         // A Query, a complete extended exchange, then one without its Sync.
-        q.push(Pending::Query(None), &mut out);
+        q.push(Pending::Query(None, None), &mut out);
         q.push(
             Pending::Parse {
                 proxy: name("gh_1"),
@@ -330,10 +352,10 @@ mod tests {
             &mut out,
         );
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute(None), &mut out);
+        q.push(Pending::Execute(None, None), &mut out);
         q.push(Pending::Sync, &mut out);
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute(None), &mut out);
+        q.push(Pending::Execute(None, None), &mut out);
         let open = q.backend_lost(b"E", b"Z", &mut out);
         assert_eq!(&out[..], b"EZEZE");
         assert!(open, "the last exchange waits for its Sync");
@@ -359,7 +381,7 @@ mod tests {
         q.push(Pending::InjectedParse(name("gh_1")), &mut out);
         q.push(Pending::Synthetic(Bytes::from_static(b"1\0\0\0\x04")), &mut out);
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute(None), &mut out);
+        q.push(Pending::Execute(None, None), &mut out);
         q.push(Pending::Sync, &mut out);
         assert!(out.is_empty(), "synthetic waits for the injected parse");
         assert_eq!(q.on_message(b'1'), Disposition::Swallow);
@@ -385,7 +407,7 @@ mod tests {
         q.push(Pending::Bind, &mut out);
         q.push(Pending::InjectedParse(name("gh_b")), &mut out);
         q.push(Pending::Synthetic(Bytes::from_static(b"x")), &mut out);
-        q.push(Pending::Execute(None), &mut out);
+        q.push(Pending::Execute(None, None), &mut out);
         q.push(Pending::Sync, &mut out);
         assert_eq!(q.on_message(b'E'), Disposition::Forward);
         let events = q.take_events();
@@ -400,7 +422,7 @@ mod tests {
         assert!(q.is_empty());
         // While skipping to a Sync not yet sent, a Close is skipped too: the
         // statement stays prepared.
-        q.push(Pending::Execute(None), &mut out);
+        q.push(Pending::Execute(None, None), &mut out);
         assert_eq!(q.on_message(b'E'), Disposition::Forward);
         q.push(Pending::InjectedClose(name("gh_kept")), &mut out);
         assert_eq!(q.take_events(), vec![Event::CloseSkipped { proxy: name("gh_kept") }]);
@@ -411,7 +433,7 @@ mod tests {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
         q.push(Pending::Bind, &mut out);
-        q.push(Pending::Execute(None), &mut out);
+        q.push(Pending::Execute(None, None), &mut out);
         assert_eq!(q.on_message(b'E'), Disposition::Forward);
         q.push(Pending::Bind, &mut out);
         q.push(
@@ -431,7 +453,7 @@ mod tests {
     fn syncs_sent_during_copy_in_get_no_answer() {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
-        for p in [Pending::Bind, Pending::Execute(None), Pending::Sync] {
+        for p in [Pending::Bind, Pending::Execute(None, None), Pending::Sync] {
             q.push(p, &mut out);
         }
         assert_eq!(q.on_message(b'2'), Disposition::Forward);
@@ -450,11 +472,49 @@ mod tests {
     }
 
     #[test]
+    fn timed_statements_are_answered_once_when_their_answer_is_complete_errors_included() {
+        let mut q = ResponseQueue::default();
+        let mut out = BytesMut::new();
+        let now = std::time::Instant::now();
+        let stamp = Some(Stamp {
+            received: now,
+            sent: now,
+        });
+        q.push(Pending::Query(None, stamp), &mut out);
+        q.push(Pending::Bind, &mut out);
+        q.push(Pending::Execute(None, stamp), &mut out);
+        q.push(Pending::Sync, &mut out);
+        q.push(Pending::Bind, &mut out);
+        q.push(Pending::Execute(None, stamp), &mut out);
+        q.push(Pending::Sync, &mut out);
+        for tag in [b'T', b'D', b'C'] {
+            q.on_message(tag);
+        }
+        assert!(!q.has_answered(), "a simple query is answered at its ReadyForQuery");
+        q.on_message(b'Z');
+        assert_eq!(q.drain_answered().count(), 1);
+        for tag in [b'2', b'D', b'C'] {
+            q.on_message(tag);
+        }
+        assert_eq!(
+            q.drain_answered().count(),
+            1,
+            "an Execute is answered at its CommandComplete"
+        );
+        q.on_message(b'Z');
+        q.on_message(b'2');
+        q.on_message(b'E');
+        assert_eq!(q.drain_answered().count(), 1, "an error answers the Execute it ends");
+        q.on_message(b'Z');
+        assert!(q.is_empty() && !q.has_answered());
+    }
+
+    #[test]
     fn simple_query_errors_do_not_skip() {
         let mut q = ResponseQueue::default();
         let mut out = BytesMut::new();
-        q.push(Pending::Query(None), &mut out);
-        q.push(Pending::Query(None), &mut out);
+        q.push(Pending::Query(None, None), &mut out);
+        q.push(Pending::Query(None, None), &mut out);
         for tag in [b'T', b'D', b'E', b'Z'] {
             assert_eq!(q.on_message(tag), Disposition::Forward);
         }

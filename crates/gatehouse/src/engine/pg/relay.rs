@@ -2,7 +2,8 @@
 //! and its backend connection with as little copying as possible (whole read
 //! chunks are written through; only small messages the proxy must inspect are
 //! held until complete, large ones stream), while the relay keeps the count
-//! it needs to know whether the backend is idle and safe to reuse.
+//! it needs to know whether the backend is idle and safe to reuse, and
+//! counts the session's statements and transactions ([`crate::meter`]).
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use super::backend::{PgCancelTarget, PgConn};
 use crate::cancel::CancelSlot;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
+use crate::meter::SessionMeter;
 
 /// Read-buffer growth step for both directions.
 const READ_CHUNK: usize = 32 * 1024;
@@ -125,13 +127,15 @@ impl Relay {
         self.c_remaining > 0 || !self.cbuf.is_empty()
     }
 
-    /// Relays until one side ends the session.
+    /// Relays until one side ends the session; `meter` counts its
+    /// statements and transactions.
     pub async fn run(
         &mut self,
         client: &mut ClientStream,
         backend: &mut PgConn,
         slot: &CancelSlot<PgCancelTarget>,
         shutdown: &watch::Receiver<bool>,
+        meter: &mut SessionMeter,
     ) -> End {
         // Shutdown, or a reload that removed the endpoint.
         let mut closing = *shutdown.borrow() || slot.is_closing();
@@ -163,14 +167,14 @@ impl Relay {
                 }
                 Event::Client(Some(Ok(0) | Err(_))) => return End::ClientGone,
                 Event::Client(Some(Ok(_))) => {
-                    if let Some(end) = self.client_to_backend(backend).await {
+                    if let Some(end) = self.client_to_backend(backend, meter).await {
                         return end;
                     }
                 }
                 Event::Backend(Ok(0)) => return End::BackendGone("server closed the connection".into()),
                 Event::Backend(Err(e)) => return End::BackendGone(e.to_string()),
                 Event::Backend(Ok(_)) => {
-                    if let Err(end) = self.backend_to_client(client, backend).await {
+                    if let Err(end) = self.backend_to_client(client, backend, meter).await {
                         return end;
                     }
                 }
@@ -180,7 +184,7 @@ impl Relay {
     }
 
     /// Passes complete or streaming client messages to the backend.
-    async fn client_to_backend(&mut self, backend: &mut PgConn) -> Option<End> {
+    async fn client_to_backend(&mut self, backend: &mut PgConn, meter: &mut SessionMeter) -> Option<End> {
         let mut fwd = 0;
         let mut end = None;
         while fwd < self.cbuf.len() {
@@ -216,6 +220,9 @@ impl Relay {
             if frame::expects_ready_for_query(tag) {
                 self.pending_ready += 1;
             }
+            if matches!(tag, b'Q' | b'E' | b'F') {
+                meter.statement();
+            }
             if frame::is_extended_query(tag) {
                 self.unsynced = true;
             } else if tag == b'S' {
@@ -236,7 +243,12 @@ impl Relay {
 
     /// Passes backend messages to the client, watching ReadyForQuery and
     /// ParameterStatus on the way.
-    async fn backend_to_client(&mut self, client: &mut ClientStream, backend: &mut PgConn) -> Result<(), End> {
+    async fn backend_to_client(
+        &mut self,
+        client: &mut ClientStream,
+        backend: &mut PgConn,
+        meter: &mut SessionMeter,
+    ) -> Result<(), End> {
         let mut fwd = 0;
         while fwd < self.bbuf.len() {
             let rest = &self.bbuf[fwd..];
@@ -254,6 +266,7 @@ impl Relay {
                         b'Z' => {
                             self.pending_ready = self.pending_ready.saturating_sub(1);
                             backend.status = messages::parse_ready(msg).map_err(|e| End::BackendGone(e.to_string()))?;
+                            meter.boundary(backend.status != b'I');
                         }
                         b'S' => {
                             if let Ok((name, value)) = messages::parse_parameter_status(msg) {

@@ -92,15 +92,19 @@ async fn start(
         let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         let user = param("user").unwrap_or_default();
         let database = param("database").unwrap_or(user);
+        let settings = core.settings();
+        let meter = core.meters.session(stream.meter().clone(), user, &settings.stats);
         Box::new(crate::inspect::Inspector::new(
-            &core.settings(),
+            &settings,
             user,
             database,
             &endpoint.name,
             Some(peer.ip()),
+            meter,
         ))
     };
     inspect.logged_in(stream.is_tls(), &cancel);
+    inspect.meter().logged_in(stream.is_tls());
     match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel, inspect)).await {
         Ok(Some(tx)) => Some((
             Box::new(Live {
@@ -131,14 +135,18 @@ async fn console(
 ) {
     let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let user = param("user").unwrap_or_default();
+    let settings = core.settings_arc();
+    let meter = core.meters.session(stream.meter().clone(), user, &settings.stats);
     let mut inspect = crate::inspect::Inspector::new(
-        &core.settings(),
+        &settings,
         user,
         param("database").unwrap_or(user),
         &endpoint.name,
         Some(peer.ip()),
+        meter,
     );
     inspect.logged_in_console(stream.is_tls(), &cancel);
+    inspect.meter().logged_in(stream.is_tls());
     if let Err(e) = super::console::serve(core, &mut stream, &cancel, user, role).await {
         let _: Option<()> = fail(&core.stats, Some(&mut stream), &e, peer).await;
     }
@@ -151,7 +159,8 @@ enum Entry {
 }
 
 /// TLS, startup, cancel requests, admission and authentication, within the
-/// login timeout. `None`: the connection is done with (answered or failed).
+/// login timeout. `None`: the connection is done with (answered or failed;
+/// a failure is counted by its condition in the endpoint's meter).
 async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     let ClientConn {
         socket,
@@ -161,12 +170,20 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
         drain,
     } = client;
     let deadline = tokio::time::Instant::now() + core.settings().proxy.login_timeout;
-    let mut stream = Some(ClientStream::Plain(socket));
+    let meter = core.meters.endpoint(&endpoint.name);
+    let mut stream = Some(ClientStream::plain(socket, meter.clone()));
+    let failed = |e: &ProxyError| meter.login_failed(e.condition.name());
     let opening = match tokio::time::timeout_at(deadline, Box::pin(login::negotiate(&mut stream, &endpoint))).await {
         Ok(Ok(Some(o))) => o,
         Ok(Ok(None)) => return None,
-        Ok(Err(e)) => return fail(&core.stats, stream.as_mut(), &e, peer).await,
-        Err(_) => return fail(&core.stats, stream.as_mut(), &login_timeout(), peer).await,
+        Ok(Err(e)) => {
+            failed(&e);
+            return fail(&core.stats, stream.as_mut(), &e, peer).await;
+        }
+        Err(_) => {
+            failed(&login_timeout());
+            return fail(&core.stats, stream.as_mut(), &login_timeout(), peer).await;
+        }
     };
     let mut stream = stream?;
     let (minor, params, unsupported) = match opening {
@@ -187,6 +204,7 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     };
     if admission.is_none() {
         let e = ProxyError::new(Condition::TooManyConnections, "sorry, too many clients already");
+        failed(&e);
         return fail(&core.stats, Some(&mut stream), &e, peer).await;
     }
     let login = tokio::time::timeout_at(
@@ -204,8 +222,14 @@ async fn login(core: &Core<PgEngine>, client: ClientConn) -> Option<LoggedIn> {
     let admitted = match login.await {
         Ok(Ok(Some(t))) => t,
         Ok(Ok(None)) => return None,
-        Ok(Err(e)) => return fail(&core.stats, Some(&mut stream), &e, peer).await,
-        Err(_) => return fail(&core.stats, Some(&mut stream), &login_timeout(), peer).await,
+        Ok(Err(e)) => {
+            failed(&e);
+            return fail(&core.stats, Some(&mut stream), &e, peer).await;
+        }
+        Err(_) => {
+            failed(&login_timeout());
+            return fail(&core.stats, Some(&mut stream), &login_timeout(), peer).await;
+        }
     };
     Some(LoggedIn {
         stream,
@@ -413,6 +437,7 @@ async fn begin(
             &wanted,
             &cancel,
             cap.as_ref(),
+            inspect.meter_mut(),
         ))
         .await?;
         return Ok(None);

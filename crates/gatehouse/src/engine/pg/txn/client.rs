@@ -212,7 +212,8 @@ impl TxSession {
                 }
                 let tracked = self.follow(&sql, self.rule_timeout());
                 self.to_backend.extend_from_slice(&msg);
-                self.queue.push(Pending::Query(tracked), &mut self.to_client);
+                let stamp = self.metered_statement();
+                self.queue.push(Pending::Query(tracked, stamp), &mut self.to_client);
             }
             b'P' => {
                 let msg = self.rewritten(tag, msg);
@@ -296,7 +297,8 @@ impl TxSession {
                     .flatten();
                 let tracked = text.and_then(|text| self.follow(&text, timeout));
                 self.to_backend.extend_from_slice(&msg);
-                self.queue.push(Pending::Execute(tracked), &mut self.to_client);
+                let stamp = self.metered_statement();
+                self.queue.push(Pending::Execute(tracked, stamp), &mut self.to_client);
             }
             b'S' => {
                 self.client_skip = false;
@@ -305,7 +307,8 @@ impl TxSession {
             }
             b'F' => {
                 self.to_backend.extend_from_slice(&msg);
-                self.queue.push(Pending::Query(None), &mut self.to_client);
+                let stamp = self.metered_statement();
+                self.queue.push(Pending::Query(None, stamp), &mut self.to_client);
             }
             b'c' | b'f' => {
                 self.to_backend.extend_from_slice(&msg);

@@ -7,11 +7,13 @@
 //! session and its relay loop; `server.rs` the backend side (borrowing,
 //! the server's messages, giving back), `client.rs` the frontend messages,
 //! `prepare.rs` the prepared statements, `lost.rs` a backend lost under a
-//! lease, `split.rs` routing each exchange on a split endpoint.
+//! lease, `split.rs` routing each exchange on a split endpoint, `meter.rs`
+//! what the session counts for `/metrics`.
 
 mod client;
 mod inspect;
 mod lost;
+mod meter;
 mod prepare;
 mod server;
 mod split;
@@ -113,6 +115,9 @@ pub struct TxSession {
     bound: Option<Arc<super::statements::Statement>>,
     /// The reason the statement being sent pinned the session, if it did.
     just_pinned: Option<&'static str>,
+    /// When the messages being handled were read and sent, with
+    /// histograms on (`meter.rs`).
+    stamp: Option<crate::meter::Stamp>,
 }
 
 enum Event2 {
@@ -147,6 +152,11 @@ impl ParkedTx {
 
     pub fn cancel(&self) -> &CancelKey<super::backend::PgCancelTarget> {
         &self.cancel
+    }
+
+    /// The endpoint's counters its client connection counts into.
+    pub fn endpoint_meter(&self) -> Arc<crate::meter::EndpointMeter> {
+        self.inspect.meter().endpoint().clone()
     }
 
     /// The session again, with fresh (empty) buffers.
@@ -220,6 +230,7 @@ impl TxSession {
             lease_wait: Duration::ZERO,
             bound: None,
             just_pinned: None,
+            stamp: None,
             core,
             endpoint,
             pool,
@@ -425,6 +436,7 @@ impl TxSession {
                     return Err(End::ClientGone);
                 }
                 Event2::Client(Some(Ok(_))) => {
+                    self.stamp_read();
                     self.client_messages().await?;
                     self.flush(client).await?;
                 }
@@ -432,11 +444,14 @@ impl TxSession {
                 Event2::Backend(Err(e)) => return Err(End::BackendGone(e.to_string())),
                 Event2::Backend(Ok(_)) => {
                     self.backend_messages()?;
+                    let answered = self.answered_at();
                     self.flush(client).await?;
+                    self.record_answered(answered);
                     self.maybe_release().await?;
                     if self.held && self.queue.is_empty() {
                         // The read's answers are in: the waiting exchange goes on.
                         self.held = false;
+                        self.stamp_resumed();
                         self.client_messages().await?;
                         self.flush(client).await?;
                     }

@@ -122,6 +122,7 @@ impl TxSession {
         }
         self.lease = Some(lease);
         self.lease_wait = began.elapsed();
+        self.lease_metered(began);
         Ok(None)
     }
 
@@ -183,6 +184,7 @@ impl TxSession {
                 b'Z' => {
                     self.status = messages::parse_ready(&msg).map_err(|e| End::BackendGone(e.to_string()))?;
                     conn.status = self.status;
+                    self.inspect.meter_mut().boundary(self.status != b'I');
                 }
                 b'S' => {
                     if let Ok((n, v)) = messages::parse_parameter_status(&msg) {

@@ -1,76 +1,35 @@
-//! `GET /metrics`: the proxy's state in the Prometheus text format, built
-//! from fresh snapshots at each scrape (so a scrape costs nothing between
-//! scrapes and nothing is kept twice). Labels name pools, backends,
-//! endpoints and reasons; never a password, token or secret value.
+//! `GET /metrics`: the proxy's state in the OpenMetrics text format
+//! (prometheus-client's encoder), built from fresh snapshots at each
+//! scrape (so a scrape costs nothing between scrapes and nothing is kept
+//! twice). Labels name pools, backends, endpoints, tenants and reasons;
+//! never a password, token or secret value. This file: clients, pools,
+//! backends, clusters, pins, errors and reloads; [`traffic`]: what
+//! sessions and pools counted (logins, transactions, statements, bytes,
+//! latency histograms, tenants, backend connections); [`digests`]: query
+//! rules and digests; [`labels`] and [`histogram`]: their encoding.
 
-use prometheus_client::encoding::EncodeLabelSet;
+mod digests;
+mod histogram;
+mod labels;
+mod traffic;
+
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use self::labels::{
+    BackendLabels, ClusterLabels, EndpointLabels, EngineLabels, ErrorLabels, PinLabels, PoolLabels, ResultLabels,
+    RoutedLabels,
+};
 use super::AdminState;
+use super::view::CoreSnapshot;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct EngineLabels {
-    engine: String,
-}
+/// The content type of what [`render`] returns: the encoder writes
+/// OpenMetrics 1.0 text (counters' `_total`, `# UNIT`, a final `# EOF`).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct EndpointLabels {
-    endpoint: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PoolLabels {
-    engine: String,
-    cluster: String,
-    backend: String,
-    user: String,
-    database: String,
-    state: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct BackendLabels {
-    engine: String,
-    cluster: String,
-    backend: String,
-    role: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ClusterLabels {
-    engine: String,
-    cluster: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RoutedLabels {
-    engine: String,
-    cluster: String,
-    reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PinLabels {
-    engine: String,
-    reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ErrorLabels {
-    engine: String,
-    kind: String,
-    condition: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabels {
-    result: String,
-}
-
-fn gauge(v: usize) -> i64 {
+pub(super) fn gauge(v: usize) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
@@ -100,8 +59,8 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
     let without_writer = Family::<ClusterLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     let pins = Family::<PinLabels, Counter>::default();
     let errors = Family::<ErrorLabels, Counter>::default();
-    for core in &state.cores {
-        let s = core.snapshot();
+    let snapshots: Vec<CoreSnapshot> = state.cores.iter().map(|c| c.snapshot()).collect();
+    for s in &snapshots {
         let engine = EngineLabels {
             engine: s.engine.to_owned(),
         };
@@ -249,55 +208,9 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
         "Idle client sessions parked (no task, no socket registration)",
         parked,
     );
-    register_rules_and_digests(state, &mut registry);
+    traffic::register(state, &snapshots, &mut registry);
+    digests::register(state, &mut registry);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
     Ok(text)
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RuleLabels {
-    rule: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DigestLabels {
-    engine: String,
-    digest: String,
-}
-
-/// Digests exported per engine (the heaviest): the admin API lists them all.
-const DIGESTS_IN_METRICS: usize = 50;
-
-/// Query rules' hits, and the heaviest digests' calls, errors and backend time.
-fn register_rules_and_digests(state: &AdminState, registry: &mut Registry) {
-    let hits = Family::<RuleLabels, Counter>::default();
-    if let Some(core) = state.cores.first() {
-        for r in core.settings_now().rules.counters() {
-            hits.get_or_create(&RuleLabels { rule: r.name }).inc_by(r.hits);
-        }
-    }
-    registry.register("rule_hits", "Statements a query rule matched", hits);
-    let calls = Family::<DigestLabels, Counter>::default();
-    let errors = Family::<DigestLabels, Counter>::default();
-    let seconds = Family::<DigestLabels, Counter<f64>>::default();
-    for core in &state.cores {
-        let engine = core.snapshot().engine.to_string();
-        for d in core.digests(Some(DIGESTS_IN_METRICS)).unwrap_or_default() {
-            let l = DigestLabels {
-                engine: engine.clone(),
-                digest: d.id,
-            };
-            calls.get_or_create(&l).inc_by(d.calls);
-            errors.get_or_create(&l).inc_by(d.errors);
-            seconds.get_or_create(&l).inc_by(d.total_us as f64 / 1e6);
-        }
-    }
-    registry.register(
-        "digest_calls",
-        "Statements run, by digest id (the heaviest digests; /api/digests has their text)",
-        calls,
-    );
-    registry.register("digest_errors", "Statements that failed, by digest id", errors);
-    registry.register("digest_backend_seconds", "Time in the backend, by digest id", seconds);
 }
