@@ -511,12 +511,11 @@ async fn asks_for_the_token(browser: &mut Chromium, admin: SocketAddr, token: &s
                  document.querySelector('header [data-metric=\"scrapes\"]').textContent].join('|')";
     let mut seen = String::new();
     for _ in 0..100 {
-        seen = browser
-            .evaluate(&session, state)
-            .await?
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        // Until the page has loaded, its elements are not there yet.
+        seen = match browser.evaluate(&session, state).await {
+            Ok(v) => v.as_str().unwrap_or_default().to_owned(),
+            Err(e) => format!("{e:#}"),
+        };
         if seen.starts_with("false|") {
             break;
         }
