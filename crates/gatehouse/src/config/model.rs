@@ -84,6 +84,9 @@ pub struct ProxySettings {
     /// cheapest per transaction where the proxy shares cores with the
     /// database and its clients; 0 means one per CPU.
     pub worker_threads: usize,
+    /// The JSON-lines file of more tenants, as written (its tenants are
+    /// in [`Settings::tenants`]).
+    pub tenant_directory: Option<String>,
     /// Failed logins one source address (an IPv6 /64) may make a minute,
     /// also the burst; over it, logins from there are refused untried.
     pub auth_failures_per_minute_per_address: NonZeroU32,
@@ -158,7 +161,8 @@ pub struct EndpointSettings {
     /// on whichever backend connection it was set on).
     pub pinning_filter: Vec<String>,
     pub require_tls: bool,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Client TLS; a reload compares it by content ([`crate::tls::ServerTls`]).
+    pub tls: Option<crate::tls::ServerTls>,
     pub client_auth: ClientAuth,
     /// Tokens over plain TCP (local testing only): off by default.
     pub allow_plaintext_tokens: bool,
