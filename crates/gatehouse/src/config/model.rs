@@ -269,7 +269,7 @@ pub struct Settings {
     pub tenants: HashMap<String, Arc<Tenant>>,
     pub secrets: HashMap<String, Arc<Secret>>,
     /// Verifies tokens presented as passwords; `None` without `[tokens]`.
-    pub tokens: Option<Arc<gatehouse_token::Verifier>>,
+    pub tokens: Option<Arc<TokenSettings>>,
     /// The admin HTTP listener; `None` without `[admin]`.
     pub admin: Option<AdminSettings>,
     /// `[[rules]]`, compiled, in order (empty without any).
@@ -331,5 +331,27 @@ impl fmt::Debug for AdminSettings {
             .field("listen", &self.listen)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
+    }
+}
+
+/// `[tokens]`: the verifier (what it derefs to), and a digest of what it
+/// was built from (issuer, leeway, cache capacity, the key files' content),
+/// so a reload can tell new keys from the same ones.
+pub struct TokenSettings {
+    pub verifier: gatehouse_token::Verifier,
+    pub identity: [u8; 32],
+}
+
+impl std::ops::Deref for TokenSettings {
+    type Target = gatehouse_token::Verifier;
+
+    fn deref(&self) -> &Self::Target {
+        &self.verifier
+    }
+}
+
+impl fmt::Debug for TokenSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSettings").finish_non_exhaustive()
     }
 }

@@ -1,5 +1,6 @@
 //! What a reload changes in the tenants (the `[[tenants]]` and the tenant
-//! directory) and the backend secrets, all applied in place by the cores:
+//! directory), the backend secrets and `[tokens]`, all applied in place
+//! by the cores (tokens are verified with the settings now):
 //! one line each that names the tenants or secrets added, removed and
 //! changed (the first few, with how many more), and for a changed tenant
 //! what changed in it. Passwords and keys are named, never shown.
@@ -16,6 +17,14 @@ pub fn credential_changes(old: &Settings, new: &Settings) -> Vec<String> {
     let mut out = Vec::new();
     out.extend(table_changes("tenants", &old.tenants, &new.tenants, tenant_changes));
     out.extend(table_changes("secrets", &old.secrets, &new.secrets, secret_changes));
+    match (&old.tokens, &new.tokens) {
+        (None, Some(_)) => out.push("tokens: [tokens] added".to_owned()),
+        (Some(_), None) => out.push("tokens: [tokens] removed".to_owned()),
+        (Some(o), Some(n)) if o.identity != n.identity => {
+            out.push("tokens: [tokens] changed (issuer, leeway, cache or keys)".to_owned());
+        }
+        _ => {}
+    }
     out
 }
 

@@ -169,7 +169,8 @@ pub(super) const TOKENS: Section = Section {
     name: "[tokens]",
     about: "How signed tokens (JWT) that clients present as passwords are verified: signature, `exp`, `nbf`, \
             `iss`, `aud` (the endpoint's name), `sub` (the user name) and `db` (the database). Needed by tenants \
-            with `token = true`.",
+            with `token = true`. A reload reads the key files again and applies any change to the logins from \
+            then on.",
     keys: &[
         Key {
             name: "issuer",

@@ -2,7 +2,8 @@
 //! `[admin]` and `[console]` (taken from the reference, so a new key cannot
 //! be left out) changed alone is named once, as applied or as needing a
 //! restart, as its reference text says; a certificate is compared by its
-//! content; tenant and secret changes are named, passwords never shown.
+//! content, and so are token keys; tenant and secret changes are named,
+//! passwords never shown.
 
 use std::path::{Path, PathBuf};
 
@@ -209,4 +210,25 @@ fn endpoint_and_tenant_limits_are_named_with_old_and_new_values() {
         ]
     );
     assert!(!changes.iter().any(|c| c.contains("new-pw")));
+}
+
+#[test]
+fn a_token_key_rotated_in_its_file_is_named_and_the_same_one_is_not() {
+    let dir = Scratch::new("tokens");
+    let secret = dir.0.join("hs.secret");
+    std::fs::write(&secret, b"0123456789abcdef0123456789abcdef").unwrap();
+    let text = format!(
+        "{}\n[tokens]\nissuer = \"me\"\nhs256_secret_file = \"hs.secret\"\n",
+        good()
+    );
+    let before = parse(&text, &dir.0).unwrap();
+    assert!(credential_changes(&before, &parse(&text, &dir.0).unwrap()).is_empty());
+    std::fs::write(&secret, b"fedcba9876543210fedcba9876543210").unwrap();
+    let rotated = parse(&text, &dir.0).unwrap();
+    assert_eq!(
+        credential_changes(&before, &rotated),
+        ["tokens: [tokens] changed (issuer, leeway, cache or keys)"]
+    );
+    let reissued = parse(&text.replace("issuer = \"me\"", "issuer = \"you\""), &dir.0).unwrap();
+    assert_eq!(credential_changes(&rotated, &reissued).len(), 1);
 }
