@@ -5,7 +5,10 @@
 //! failure refuses the whole reload), then [`Endpoints::commit`], after
 //! the cores took the rest of the configuration, starts the added
 //! endpoints, restarts the kept ones' accept loops with their new settings
-//! (clients accepted from then on get them; sessions keep theirs), and
+//! (clients accepted from then on get them, a new TLS certificate too:
+//! each handshake takes the configuration of the endpoint settings its
+//! client was accepted with; sessions keep theirs; a new
+//! `max_client_connections` applies to the clients connected too), and
 //! stops the removed ones: their listener closes at once, and their
 //! sessions end as at shutdown, each between two transactions.
 //!
@@ -266,14 +269,15 @@ impl Endpoints {
             };
             match before {
                 None => applied.push(format!("endpoint \"{}\" added, listening on {addr}", e.name)),
-                Some(b) if b.addr != addr => applied.push(format!("endpoint \"{}\" moved to {addr}", e.name)),
-                Some(b) if crate::config::endpoint_changed(&b.settings, e) => {
-                    applied.push(format!(
-                        "endpoint \"{}\" changed (for clients connecting from now on)",
-                        e.name
-                    ));
+                Some(b) => {
+                    if b.addr != addr {
+                        applied.push(format!("endpoint \"{}\" moved to {addr}", e.name));
+                    }
+                    for change in crate::config::endpoint_changes(&b.settings, e) {
+                        tracing::info!(endpoint = %e.name, change, "endpoint changed");
+                        applied.push(format!("endpoint \"{}\": {change}", e.name));
+                    }
                 }
-                Some(_) => {}
             }
             next.push(Running {
                 settings: e.clone(),

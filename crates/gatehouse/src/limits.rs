@@ -1,7 +1,7 @@
-//! Abuse limits, engine-agnostic (the PostgreSQL engine uses them and the
-//! MySQL engine will): failed logins are rate limited per source address and
-//! per user name, and new connections per tenant. GCRA limiters from
-//! `governor`, one [`Limits`] per [`crate::core::Core`].
+//! Abuse limits, engine-agnostic (both engines' logins use them): failed
+//! logins are rate limited per source address and per user name, and new
+//! connections per tenant. GCRA limiters from `governor`, one [`Limits`]
+//! per [`crate::core::Core`].
 //!
 //! **Failed logins.** The user name is the one the client sent, so unknown
 //! names are limited exactly like tenants and a refusal never tells whether a
@@ -13,6 +13,13 @@
 //! worth of budget is back), which is what [`Limits::login_allowed`] reads.
 //! IPv6 addresses are limited per /64 (what one host usually holds); IPv4
 //! and IPv4-mapped addresses per address.
+//!
+//! **Reload.** [`Limits::set_failure_limits`] takes new per-minute limits
+//! in place: a limit that changed starts counting afresh under its new
+//! quota (`governor` cannot change a limiter's quota, and carrying counts
+//! over between quotas would be a guess), while keys already over the old
+//! limit stay refused until their time is up, so a reload never lifts a
+//! block. A limit that did not change keeps its counts.
 //!
 //! **Connection rate.** A tenant with a `connection_rate` gets a limiter of
 //! its own (tenants' quotas differ, and a keyed `governor` limiter has one
@@ -32,7 +39,9 @@ use std::hash::Hash;
 use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arc_swap::ArcSwap;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::{NoOpMiddleware, StateInformationMiddleware};
@@ -56,8 +65,8 @@ pub const TOO_MANY_FAILURES: &str = "too many failed login attempts; try again l
 
 /// The rate limiters of one proxy instance.
 pub struct Limits<C: Clock = DefaultClock> {
-    by_address: Failures<IpAddr, C>,
-    by_user: Failures<String, C>,
+    by_address: ArcSwap<Failures<IpAddr, C>>,
+    by_user: ArcSwap<Failures<String, C>>,
     tenants: Mutex<HashMap<String, (ConnectionRate, TenantLimiter<C>)>>,
     clock: C,
 }
@@ -74,8 +83,8 @@ impl Limits<DefaultClock> {
 impl<C: Clock + Clone> Limits<C> {
     pub fn with_clock(per_address: NonZeroU32, per_user: NonZeroU32, clock: C) -> Self {
         Self {
-            by_address: Failures::new(Quota::per_minute(per_address), clock.clone()),
-            by_user: Failures::new(Quota::per_minute(per_user), clock.clone()),
+            by_address: ArcSwap::from_pointee(Failures::new(per_address, clock.clone())),
+            by_user: ArcSwap::from_pointee(Failures::new(per_user, clock.clone())),
             tenants: Mutex::default(),
             clock,
         }
@@ -84,13 +93,31 @@ impl<C: Clock + Clone> Limits<C> {
     /// Whether a login from `addr` as `user` may be tried at all: `false`
     /// while either is over its failed-login limit.
     pub fn login_allowed(&self, addr: IpAddr, user: &str) -> bool {
-        !self.by_address.is_blocked(&address_key(addr)) && !self.by_user.is_blocked(user)
+        !self.by_address.load().is_blocked(&address_key(addr)) && !self.by_user.load().is_blocked(user)
     }
 
     /// Counts one failed login from `addr` as `user`.
     pub fn record_failure(&self, addr: IpAddr, user: &str) {
-        self.by_address.record(address_key(addr));
-        self.by_user.record(user.to_owned());
+        self.by_address.load().record(address_key(addr));
+        self.by_user.load().record(user.to_owned());
+    }
+
+    /// The failed-login limits now: (per address, per user), a minute.
+    pub fn failure_limits(&self) -> (NonZeroU32, NonZeroU32) {
+        (self.by_address.load().per_minute, self.by_user.load().per_minute)
+    }
+
+    /// Takes new failed-login limits (a reload; see the module comment):
+    /// a changed one counts afresh, its blocked keys stay blocked.
+    pub fn set_failure_limits(&self, per_address: NonZeroU32, per_user: NonZeroU32) {
+        if self.by_address.load().per_minute != per_address {
+            let renewed = self.by_address.load().renewed(per_address);
+            self.by_address.store(Arc::new(renewed));
+        }
+        if self.by_user.load().per_minute != per_user {
+            let renewed = self.by_user.load().renewed(per_user);
+            self.by_user.store(Arc::new(renewed));
+        }
     }
 
     /// Whether `tenant` may open one more connection now (and counts it);
@@ -125,7 +152,7 @@ impl<C: Clock + Clone> Limits<C> {
     /// Keys held by the failed-login tables (limiter state and blocked
     /// keys), for tests and metrics.
     pub fn tracked_keys(&self) -> usize {
-        self.by_address.len() + self.by_user.len()
+        self.by_address.load().len() + self.by_user.load().len()
     }
 }
 
@@ -143,6 +170,8 @@ pub fn address_key(addr: IpAddr) -> IpAddr {
 
 /// A failed-login limiter for one kind of key.
 struct Failures<K: Hash + Eq + Clone, C: Clock> {
+    /// The limit this limiter was built for: failures a minute, and the burst.
+    per_minute: NonZeroU32,
     limiter: RateLimiter<K, DefaultKeyedStateStore<K>, C, StateInformationMiddleware>,
     /// Keys that used up their burst, and when one more failure is allowed.
     blocked: Mutex<Blocked<K, C::Instant>>,
@@ -158,8 +187,10 @@ struct Blocked<K, I> {
 }
 
 impl<K: Hash + Eq + Clone, C: Clock + Clone> Failures<K, C> {
-    fn new(quota: Quota, clock: C) -> Self {
+    fn new(per_minute: NonZeroU32, clock: C) -> Self {
+        let quota = Quota::per_minute(per_minute);
         Self {
+            per_minute,
             limiter: RateLimiter::dashmap_with_clock(quota, clock.clone()).with_middleware(),
             blocked: Mutex::new(Blocked {
                 until: HashMap::new(),
@@ -169,6 +200,25 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Failures<K, C> {
             replenish: quota.replenish_interval().into(),
             clock,
         }
+    }
+
+    /// A limiter for `per_minute` that counts afresh, with the keys
+    /// blocked now still blocked until their time.
+    fn renewed(&self, per_minute: NonZeroU32) -> Self {
+        let fresh = Self::new(per_minute, self.clock.clone());
+        {
+            let now = self.clock.now();
+            let old = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut blocked = fresh.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+            blocked.until = old
+                .until
+                .iter()
+                .filter(|(_, until)| **until > now)
+                .map(|(k, until)| (k.clone(), *until))
+                .collect();
+            blocked.prune_at = PRUNE_FLOOR.max(blocked.until.len().saturating_mul(2));
+        }
+        fresh
     }
 
     fn is_blocked<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> bool

@@ -1,18 +1,22 @@
 //! Configuration reload without a restart, shared by SIGHUP and the admin
 //! API: read the file the proxy started from again, validate it, bind the
 //! listeners it adds, then hand it to every engine's core (tenants with
-//! the tenant directory, secrets with the secrets store, clusters with
-//! their backends, health policy and pool settings) and switch the
-//! endpoints ([`crate::endpoints`]). An invalid file, or an address that
-//! cannot be bound, changes nothing; the answer lists what changed and
-//! what needs a restart (the runtime, the admin listener, parking).
+//! the tenant directory and their limits, secrets with the secrets store,
+//! the failed-login limits, clusters with their backends, health policy
+//! and pool settings) and switch the endpoints ([`crate::endpoints`]: their
+//! settings, limits and TLS certificates). An invalid file (a certificate
+//! that does not load, say), or an address that cannot be bound, changes
+//! nothing. The answer names every setting that changed, in `applied` with
+//! what changed, or in `not_applied` when it needs a restart (the runtime,
+//! parking, the log format, the admin listener and token:
+//! [`crate::config::process_changes`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::admin::view::CoreView;
-use crate::config::Settings;
+use crate::config::{Settings, Takes};
 use crate::endpoints::Endpoints;
 
 #[derive(Debug, thiserror::Error)]
@@ -25,8 +29,10 @@ pub enum ReloadError {
     Failed(String),
 }
 
-/// What a successful reload took, what it changed in the topology, and
-/// what needs a restart to take effect.
+/// What a successful reload took: the tenant and secret counts, every
+/// setting it changed (`applied`, each with what changed: `endpoint "rw":
+/// TLS certificate reloaded (…)`, `proxy.login_timeout: 15s -> 2s (new
+/// logins)`), and every one that needs a restart to take effect.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ReloadOutcome {
     pub tenants: usize,
@@ -109,17 +115,30 @@ impl Reloader {
             .await
             .map_err(|e| ReloadError::Invalid(e.to_string()))?;
         let mut applied = crate::config::rules_changes(&current, &settings);
-        let mut not_applied: Vec<String> = crate::config::restart_changes(&self.started, &settings)
+        applied.extend(crate::config::credential_changes(&current, &settings));
+        // What needs a restart is what differs from the configuration the
+        // process started with; what applies, what differs from the last.
+        let mut not_applied: Vec<String> = crate::config::process_changes(&self.started, &settings)
             .into_iter()
-            .map(|f| format!("{f} changed (needs a restart)"))
+            .filter(|c| c.takes == Takes::Restart)
+            .map(|c| format!("{} changed (needs a restart)", c.key))
             .collect();
-        if current.proxy.log_filter != settings.proxy.log_filter {
-            // The file was checked: the filter parses.
-            match self.log.get().map(|l| l.set_filter(&settings.proxy.log_filter)) {
-                Some(Ok(true)) => applied.push(format!("proxy.log_filter changed to {:?}", settings.proxy.log_filter)),
-                Some(Ok(false)) => not_applied.push("proxy.log_filter changed (RUST_LOG overrides it)".to_owned()),
-                Some(Err(e)) => not_applied.push(format!("proxy.log_filter: {e}")),
-                None => not_applied.push("proxy.log_filter changed (this process has no logger to change)".to_owned()),
+        for change in crate::config::process_changes(&current, &settings) {
+            match (change.takes, change.key) {
+                (Takes::Restart, _) => {}
+                // The file was checked: the filter parses.
+                (Takes::Reload, "proxy.log_filter") => {
+                    match self.log.get().map(|l| l.set_filter(&settings.proxy.log_filter)) {
+                        Some(Ok(true)) => applied.push(change.detail),
+                        Some(Ok(false)) => {
+                            not_applied.push("proxy.log_filter changed (RUST_LOG overrides it)".to_owned())
+                        }
+                        Some(Err(e)) => not_applied.push(format!("proxy.log_filter: {e}")),
+                        None => not_applied
+                            .push("proxy.log_filter changed (this process has no logger to change)".to_owned()),
+                    }
+                }
+                (Takes::Reload, _) => applied.push(change.detail),
             }
         }
         for core in &self.cores {

@@ -386,7 +386,7 @@ role = "read_write"
     let logs = String::from_utf8(out.stdout).unwrap();
     let answer = answer.expect("the admin API never answered");
     assert_eq!(answer.status, 200, "{}", answer.body);
-    assert!(answer.body.contains("proxy.log_filter changed to"), "{}", answer.body);
+    assert!(answer.body.contains("proxy.log_filter: "), "{}", answer.body);
     // At "error" the start logged nothing at INFO; the reload's own INFO
     // lines come after the new filter took effect.
     let before = logs.lines().take_while(|l| !l.contains("reloaded"));

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use gatehouse_secrets::{MasterKey, SecretsFile};
 use gatehouse_token::{KeySet, Verifier, VerifierConfig};
+use sha2::{Digest, Sha256};
 use toml::Spanned;
 
-use super::model::Secret;
+use super::model::{Secret, TokenSettings};
 use super::raw::{RawSecretsStore, RawTokens};
 use super::validate::Ctx;
 
@@ -52,8 +53,17 @@ pub(super) fn secrets_store(cx: &mut Ctx, raw: &Spanned<RawSecretsStore>, secret
 }
 
 /// The token verifier `[tokens]` describes.
-pub(super) fn tokens(cx: &mut Ctx, raw: &Spanned<RawTokens>) -> Option<Arc<Verifier>> {
+pub(super) fn tokens(cx: &mut Ctx, raw: &Spanned<RawTokens>) -> Option<Arc<TokenSettings>> {
     let t = raw.get_ref();
+    // What the verifier is built from, for a reload to tell a change: the
+    // settings and the key files' content (read again below by the key set).
+    let mut identity = Sha256::new();
+    identity.update(format!("{:?} {:?} {:?}\n", t.issuer, t.leeway, t.cache_capacity));
+    for f in [&t.jwks_file, &t.hs256_secret_file] {
+        let content = f.as_ref().and_then(|f| std::fs::read(cx.base.join(f)).ok());
+        identity.update(content.as_ref().map_or(0, Vec::len).to_be_bytes());
+        identity.update(content.unwrap_or_default());
+    }
     let mut keys = KeySet::new();
     if let Some(f) = &t.jwks_file
         && let Err(e) = keys.add_jwks_file(&cx.base.join(f))
@@ -79,7 +89,10 @@ pub(super) fn tokens(cx: &mut Ctx, raw: &Spanned<RawTokens>) -> Option<Arc<Verif
         config.cache_capacity = c;
     }
     match Verifier::new(config) {
-        Ok(v) => Some(Arc::new(v)),
+        Ok(verifier) => Some(Arc::new(TokenSettings {
+            verifier,
+            identity: identity.finalize().into(),
+        })),
         Err(e) => {
             cx.at(raw, format!("[tokens]: {e}"));
             None

@@ -18,7 +18,9 @@ pub mod validate;
 use std::fmt;
 use std::path::Path;
 
-pub use changes::{cluster_changes, endpoint_changed, restart_changes, rules_changes};
+pub use changes::{
+    Change, Takes, cluster_changes, credential_changes, endpoint_changes, process_changes, rules_changes,
+};
 pub use model::*;
 
 /// One thing wrong with a configuration, with the line it is on when known.

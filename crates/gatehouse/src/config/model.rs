@@ -84,6 +84,9 @@ pub struct ProxySettings {
     /// cheapest per transaction where the proxy shares cores with the
     /// database and its clients; 0 means one per CPU.
     pub worker_threads: usize,
+    /// The JSON-lines file of more tenants, as written (its tenants are
+    /// in [`Settings::tenants`]).
+    pub tenant_directory: Option<String>,
     /// Failed logins one source address (an IPv6 /64) may make a minute,
     /// also the burst; over it, logins from there are refused untried.
     pub auth_failures_per_minute_per_address: NonZeroU32,
@@ -161,7 +164,8 @@ pub struct EndpointSettings {
     /// on whichever backend connection it was set on).
     pub pinning_filter: Vec<String>,
     pub require_tls: bool,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Client TLS; a reload compares it by content ([`crate::tls::ServerTls`]).
+    pub tls: Option<crate::tls::ServerTls>,
     pub client_auth: ClientAuth,
     /// Tokens over plain TCP (local testing only): off by default.
     pub allow_plaintext_tokens: bool,
@@ -268,7 +272,7 @@ pub struct Settings {
     pub tenants: HashMap<String, Arc<Tenant>>,
     pub secrets: HashMap<String, Arc<Secret>>,
     /// Verifies tokens presented as passwords; `None` without `[tokens]`.
-    pub tokens: Option<Arc<gatehouse_token::Verifier>>,
+    pub tokens: Option<Arc<TokenSettings>>,
     /// The admin HTTP listener; `None` without `[admin]`.
     pub admin: Option<AdminSettings>,
     /// `[[rules]]`, compiled, in order (empty without any).
@@ -343,5 +347,27 @@ impl fmt::Debug for AdminSettings {
             .field("listen", &self.listen)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
+    }
+}
+
+/// `[tokens]`: the verifier (what it derefs to), and a digest of what it
+/// was built from (issuer, leeway, cache capacity, the key files' content),
+/// so a reload can tell new keys from the same ones.
+pub struct TokenSettings {
+    pub verifier: gatehouse_token::Verifier,
+    pub identity: [u8; 32],
+}
+
+impl std::ops::Deref for TokenSettings {
+    type Target = gatehouse_token::Verifier;
+
+    fn deref(&self) -> &Self::Target {
+        &self.verifier
+    }
+}
+
+impl fmt::Debug for TokenSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSettings").finish_non_exhaustive()
     }
 }

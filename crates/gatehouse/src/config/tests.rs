@@ -524,5 +524,6 @@ fn split_endpoints_read_their_writes_unless_told_not_to() {
     );
 }
 
+mod changes;
 mod console;
 mod rules;

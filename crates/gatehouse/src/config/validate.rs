@@ -194,6 +194,7 @@ fn proxy_settings(cx: &mut Ctx, p: &RawProxy) -> ProxySettings {
             .map_or_else(|| "info".into(), |f| f.get_ref().clone()),
         log_format,
         worker_threads: p.worker_threads.as_ref().map_or(1, |w| *w.get_ref()),
+        tenant_directory: p.tenant_directory.as_ref().map(|d| d.get_ref().clone()),
         auth_failures_per_minute_per_address: per_address,
         auth_failures_per_minute_per_user: per_user,
         upgrade_socket: upgrade_socket(cx, p.upgrade_socket.as_ref()),

@@ -27,11 +27,12 @@ pub struct Core<E: Engine> {
     pub tenants: crate::tenants::Tenants,
     pub engine: Arc<E>,
     pub pools: Arc<Pools<E>>,
-    /// Backend connections in use per (tenant, its limit), for tenants with
-    /// `max_backend_connections` (a changed limit starts a new count).
-    pub tenant_backend_slots: std::sync::Mutex<std::collections::HashMap<(String, u32), Arc<tokio::sync::Semaphore>>>,
-    /// Client connections per tenant, for tenants with a limit.
-    pub tenant_slots: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    /// Backend connections in use per tenant, for tenants with
+    /// `max_backend_connections`; a reload resizes them in place.
+    pub tenant_backend_slots: TenantSlots,
+    /// Client connections per tenant, for tenants with
+    /// `max_client_connections`; a reload resizes them in place.
+    pub tenant_slots: TenantSlots,
     pub topology: Topology,
     /// Failed-login and per-tenant connection-rate limiters.
     pub limits: crate::limits::Limits,
@@ -85,14 +86,8 @@ impl<E: Engine> Core<E> {
         let Some(limit) = tenant.max_client_connections else {
             return Some(None);
         };
-        let sem = self
-            .tenant_slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(tenant.name.clone())
-            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(limit as usize)))
-            .clone();
-        sem.try_acquire_owned().ok().map(Some)
+        let slots = slots_of(&self.tenant_slots, &tenant.name, limit);
+        slots.semaphore().clone().try_acquire_owned().ok().map(Some)
     }
 
     /// After authentication: the tenant's connection rate and client
@@ -137,17 +132,9 @@ impl<E: Engine> Core<E> {
     /// The cap on `tenant`'s backend connections in use, if it has one.
     pub fn tenant_backend_cap(&self, tenant: &crate::config::Tenant) -> Option<crate::pool::TenantCap> {
         let limit = tenant.max_backend_connections?;
-        let slots = self
-            .tenant_backend_slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry((tenant.name.clone(), limit))
-            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(limit as usize)))
-            .clone();
         Some(crate::pool::TenantCap {
             tenant: Arc::from(tenant.name.as_str()),
-            limit,
-            slots,
+            slots: slots_of(&self.tenant_backend_slots, &tenant.name, limit),
         })
     }
 
@@ -184,6 +171,41 @@ impl<E: Engine> Core<E> {
             parking,
         }
     }
+}
+
+/// Places per tenant name: a limit each, resized in place when it changes.
+pub type TenantSlots = std::sync::Mutex<std::collections::HashMap<String, Arc<crate::pool::Capacity>>>;
+
+/// `tenant`'s places in `slots`, made with `limit` places the first time,
+/// resized to it when a reload changed it (holders keep their places).
+fn slots_of(slots: &TenantSlots, tenant: &str, limit: u32) -> Arc<crate::pool::Capacity> {
+    let mut slots = slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let c = slots
+        .entry(tenant.to_owned())
+        .or_insert_with(|| Arc::new(crate::pool::Capacity::new(limit as usize)));
+    if c.size() != limit as usize {
+        c.resize(limit as usize);
+    }
+    c.clone()
+}
+
+/// After a reload: each tenant's places take its new limit now (so a
+/// session that logged in before the reload borrows under the new
+/// `max_backend_connections` too); a tenant removed, or left without a
+/// limit, loses its entry (sessions holding places keep them).
+fn retune_slots(slots: &TenantSlots, limit_of: impl Fn(&str) -> Option<u32>) {
+    slots
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .retain(|name, c| match limit_of(name) {
+            Some(limit) => {
+                if c.size() != limit as usize {
+                    c.resize(limit as usize);
+                }
+                true
+            }
+            None => false,
+        });
 }
 
 /// The digest store `settings` ask for, if any.

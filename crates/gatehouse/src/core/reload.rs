@@ -1,6 +1,8 @@
-//! A reloaded configuration taken by one engine's core, in place: tenants,
-//! backend credentials (each pool from its own secret), token keys, proxy
-//! timeouts, and the clusters of this engine: added ones are listed and
+//! A reloaded configuration taken by one engine's core, in place: tenants
+//! and their limits (client and backend connection places resized, held
+//! places kept), backend credentials (each pool from its own secret), token
+//! keys, proxy timeouts, the failed-login limits ([`crate::limits`]), and
+//! the clusters of this engine: added ones are listed and
 //! probed at once, removed ones are unlisted (their pools retired, their
 //! monitor stopped), and kept ones take their new backends, health policy,
 //! hold, weights and pool settings while sessions run on them. Endpoints
@@ -29,6 +31,13 @@ impl<E: Engine> Core<E> {
         let old = self.settings.load_full();
         self.tenants.replace(settings.tenants.clone());
         self.limits.retain_tenants(|name| settings.tenants.contains_key(name));
+        let tenant = |name: &str| settings.tenants.get(name).cloned();
+        super::retune_slots(&self.tenant_slots, |n| tenant(n)?.max_client_connections);
+        super::retune_slots(&self.tenant_backend_slots, |n| tenant(n)?.max_backend_connections);
+        self.limits.set_failure_limits(
+            settings.proxy.auth_failures_per_minute_per_address,
+            settings.proxy.auth_failures_per_minute_per_user,
+        );
         // Pools in use take the new credentials of their own secret now
         // (by its name: two secrets may share a backend user name, say one
         // for a PostgreSQL and one for a MariaDB cluster): sessions that

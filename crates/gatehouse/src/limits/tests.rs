@@ -142,6 +142,43 @@ fn blocked_keys_are_pruned_once_expired() {
             clock.advance(Duration::from_secs(121));
         }
     }
-    let blocked = l.by_user.blocked.lock().unwrap().until.len();
+    let blocked = l.by_user.load().blocked.lock().unwrap().until.len();
     assert!(blocked <= 2 * PRUNE_FLOOR, "{blocked} blocked names held");
+}
+
+#[test]
+fn a_lowered_user_limit_refuses_the_next_failure_at_once() {
+    let (l, _clock) = limits(1000, 10);
+    l.record_failure(A, "ivan");
+    assert!(l.login_allowed(A, "ivan"), "1 of 10");
+    l.set_failure_limits(nz(1000), nz(1));
+    assert_eq!(l.failure_limits(), (nz(1000), nz(1)));
+    assert!(l.login_allowed(A, "ivan"), "counting starts afresh");
+    l.record_failure(A, "ivan");
+    assert!(!l.login_allowed(A, "ivan"), "1 failure a minute, used");
+    assert!(l.login_allowed(A, "olga"));
+}
+
+#[test]
+fn a_raised_limit_keeps_blocked_keys_blocked_until_their_time() {
+    let (l, clock) = limits(1, 1000);
+    l.record_failure(A, "ivan");
+    assert!(!l.login_allowed(A, "olga"), "the address is over 1 a minute");
+    l.set_failure_limits(nz(60), nz(1000));
+    assert!(!l.login_allowed(A, "olga"), "a reload lifts no block");
+    clock.advance(Duration::from_secs(60));
+    assert!(l.login_allowed(A, "olga"));
+    for _ in 0..59 {
+        l.record_failure(A, "olga");
+    }
+    assert!(l.login_allowed(A, "olga"), "59 of 60 under the new limit");
+}
+
+#[test]
+fn an_unchanged_limit_keeps_its_counts() {
+    let (l, _clock) = limits(1000, 2);
+    l.record_failure(A, "ivan");
+    l.set_failure_limits(nz(500), nz(2));
+    l.record_failure(A, "ivan");
+    assert!(!l.login_allowed(A, "ivan"), "the first failure still counts");
 }

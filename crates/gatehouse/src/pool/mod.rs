@@ -223,8 +223,12 @@ impl<E: Engine> Pool<E> {
             return self.lease_until(deadline).await;
         };
         let slot = self
-            .wait_slot(&cap.slots, deadline, || {
-                format!("limit of {} backend connections for user \"{}\"", cap.limit, cap.tenant)
+            .wait_slot(cap.slots.semaphore(), deadline, || {
+                format!(
+                    "limit of {} backend connections for user \"{}\"",
+                    cap.slots.size(),
+                    cap.tenant
+                )
             })
             .await?;
         let mut lease = self.lease_until(deadline).await?;
@@ -363,8 +367,8 @@ impl<E: Engine> Drop for Lease<E> {
 #[derive(Clone)]
 pub struct TenantCap {
     pub tenant: Arc<str>,
-    pub limit: u32,
-    pub slots: Arc<Semaphore>,
+    /// Shared by the tenant's sessions; a reload resizes it.
+    pub slots: Arc<Capacity>,
 }
 
 impl<E: Engine> Lease<E> {

@@ -19,6 +19,11 @@ mod rules_matrix;
 #[path = "../rules_matrix_cases.rs"]
 mod rules_matrix_cases;
 mod session;
+// Shared with the PostgreSQL tests: each binary uses its engine's part.
+#[allow(dead_code)]
+#[path = "../tls_probe.rs"]
+mod tls_probe;
+mod tls_reload;
 mod tokens;
 mod txn;
 
@@ -479,6 +484,7 @@ fn main() -> ExitCode {
     cases.extend(plugins::cases());
     cases.extend(park::cases());
     cases.extend(reload::cases());
+    cases.extend(tls_reload::cases());
     cases.extend(rules::cases());
     cases.extend(rules_matrix::cases());
     cases.extend(metrics::cases());

@@ -28,6 +28,11 @@ mod rules_matrix;
 mod rules_matrix_cases;
 mod scale;
 mod session;
+mod settings_reload;
+// Shared with the MySQL tests: each binary uses its engine's part.
+#[allow(dead_code)]
+#[path = "../tls_probe.rs"]
+mod tls_probe;
 mod tokens;
 mod topology_reload;
 mod txn;
@@ -527,6 +532,7 @@ fn main() -> ExitCode {
     cases.extend(tokens::cases());
     cases.extend(reload::cases());
     cases.extend(topology_reload::cases());
+    cases.extend(settings_reload::cases());
     cases.extend(scale::cases());
     cases.extend(abuse::cases());
     cases.extend(admin::cases());

@@ -7,13 +7,13 @@
 //! reload that cannot bind a new address changes nothing at all.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 
 use crate::Ctx;
+use crate::own::OwnFile;
 
 pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
@@ -26,67 +26,6 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             unbindable_changes_nothing,
         ),
     ]
-}
-
-/// A proxy of the test's own, started from `file` (a copy of the test
-/// configuration), and what its file said at start.
-struct Own {
-    base: String,
-    path: PathBuf,
-    app_endpoints: Arc<gatehouse::endpoints::Endpoints>,
-    reloader: Arc<gatehouse::reload::Reloader>,
-    core: Arc<gatehouse::core::Core<gatehouse::engine::pg::PgEngine>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Own {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-impl Own {
-    async fn start(ctx: &Ctx, file: &str) -> Result<Own> {
-        let base = {
-            let _file = crate::reload::lock_config();
-            std::fs::read_to_string(ctx.dir.join("gatehouse.toml"))?
-        };
-        let path = ctx.dir.join(file);
-        std::fs::write(&path, &base)?;
-        let settings = gatehouse::config::load(&path).map_err(|p| anyhow::anyhow!("{p}"))?;
-        let app = gatehouse::App::bind(settings).await?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let own = Own {
-            base,
-            path,
-            app_endpoints: app.endpoints(),
-            reloader: app.reloader(),
-            core: app.pg_core(),
-            stop: Some(stop),
-        };
-        tokio::spawn(gatehouse::run(app, async {
-            let _ = stopped.await;
-        }));
-        Ok(own)
-    }
-
-    /// Writes the starting file with `extra` appended, and reloads.
-    async fn reload_with(
-        &self,
-        extra: &str,
-    ) -> Result<gatehouse::reload::ReloadOutcome, gatehouse::reload::ReloadError> {
-        std::fs::write(&self.path, format!("{}\n{extra}", self.base))
-            .map_err(|e| gatehouse::reload::ReloadError::Failed(e.to_string()))?;
-        self.reloader.reload().await
-    }
-
-    fn addr(&self, endpoint: &str) -> Result<SocketAddr> {
-        self.app_endpoints
-            .local_addr(endpoint)
-            .with_context(|| format!("no endpoint {endpoint}"))
-    }
 }
 
 /// A cluster "late" over the test cluster's primary and replica, with a
@@ -136,7 +75,7 @@ async fn connect(addr: SocketAddr) -> Result<tokio_postgres::Client, tokio_postg
 
 fn added_then_removed(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let own = Own::start(ctx, "own-topology.toml").await?;
+        let own = OwnFile::start(ctx, "own-topology.toml").await?;
         let primary = ctx.cluster.pg_primary().context("no primary")?;
         let port = gatehouse_testkit::ports::free_port(&[])?;
         let rw = connect(own.addr("rw")?).await?;
@@ -238,7 +177,7 @@ fn added_then_removed(ctx: &Ctx) -> Result<()> {
 
 fn unbindable_changes_nothing(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
-        let own = Own::start(ctx, "own-unbindable.toml").await?;
+        let own = OwnFile::start(ctx, "own-unbindable.toml").await?;
         // Someone else holds the address the new endpoint wants.
         let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
         let port = taken.local_addr()?.port();

@@ -33,7 +33,8 @@ pub(super) const TENANTS: Section = Section {
             kind: "integer",
             default: None,
             about: "Most client connections the tenant may have open at once, checked after authentication; \
-                    more are refused (on PostgreSQL, SQLSTATE 53300). No default: unlimited.",
+                    more are refused (on PostgreSQL, SQLSTATE 53300). No default: unlimited. A reload applies a new \
+                    value at once, counting the connections already open.",
         },
         Key {
             name: "scram_verifier",
@@ -79,14 +80,17 @@ pub(super) const TENANTS: Section = Section {
             default: None,
             about: "Most backend connections the tenant's sessions may hold at once, across its pools; more wait \
                     up to the pool's `borrow_timeout`, then fail (on PostgreSQL, SQLSTATE 53300). At least 1. \
-                    No default: unlimited.",
+                    No default: unlimited. A reload applies a changed value at once, to sessions already \
+                    connected too, counting the connections held; a limit added or removed applies to sessions \
+                    that log in from then on.",
         },
         Key {
             name: "connection_rate",
             kind: "integer",
             default: None,
             about: "New connections a second the tenant may open, on average, checked after authentication; \
-                    over it they are refused (on PostgreSQL, SQLSTATE 53300). At least 1. No default: unlimited.",
+                    over it they are refused (on PostgreSQL, SQLSTATE 53300). At least 1. No default: unlimited. \
+                    A reload that changes it or `connection_burst` starts the tenant's count afresh.",
         },
         Key {
             name: "connection_burst",
@@ -165,7 +169,8 @@ pub(super) const TOKENS: Section = Section {
     name: "[tokens]",
     about: "How signed tokens (JWT) that clients present as passwords are verified: signature, `exp`, `nbf`, \
             `iss`, `aud` (the endpoint's name), `sub` (the user name) and `db` (the database). Needed by tenants \
-            with `token = true`.",
+            with `token = true`. A reload reads the key files again and applies any change to the logins from \
+            then on.",
     keys: &[
         Key {
             name: "issuer",

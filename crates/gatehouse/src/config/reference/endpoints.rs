@@ -5,7 +5,9 @@ use super::{Key, Section};
 pub(super) const ENDPOINTS: Section = Section {
     name: "[[endpoints]]",
     about: "What clients connect to: a listen address on one cluster, with the role that decides which of its \
-            backends serve each transaction. A configuration needs at least one endpoint.",
+            backends serve each transaction. A configuration needs at least one endpoint. A reload applies \
+            endpoints added, removed and changed: clients that connect from then on get the new settings, \
+            sessions already connected keep theirs (but for `max_client_connections`).",
     keys: &[
         Key {
             name: "name",
@@ -138,7 +140,8 @@ pub(super) const ENDPOINTS: Section = Section {
             default: None,
             about: "Endpoints of MySQL clusters only: path of a PEM RSA private key (PKCS#8 or PKCS#1, 2048 bits \
                     or more) for `caching_sha2_password` full authentication over plain TCP. No default: without \
-                    it, such clients are switched to `mysql_native_password`.",
+                    it, such clients are switched to `mysql_native_password`. A reload reads the file again: a \
+                    new key (at the same path or another) serves new connections.",
         },
     ],
 };
@@ -146,7 +149,10 @@ pub(super) const ENDPOINTS: Section = Section {
 pub(super) const TLS: Section = Section {
     name: "[[endpoints]] tls",
     about: "An endpoint's TLS certificate and key, written `tls = { cert = \"...\", key = \"...\" }` in the \
-            endpoint (or as an `[endpoints.tls]` table after it).",
+            endpoint (or as an `[endpoints.tls]` table after it). A reload reads both files again: a new \
+            certificate or key, at the same paths or others, serves the handshakes from then on (sessions \
+            already connected keep theirs), and the reload's answer names it; one that does not load refuses \
+            the whole reload.",
     keys: &[
         Key {
             name: "cert",

@@ -6,26 +6,30 @@ use super::{Key, Section};
 pub(super) const PROXY: Section = Section {
     name: "[proxy]",
     about: "Process-wide settings: client timeouts, message size, logging, threads and login-failure limits. \
-            The section and each of its keys are optional.",
+            The section and each of its keys are optional. A reload applies every key but those that say a \
+            change takes a restart; its answer lists those under `not_applied`.",
     keys: &[
         Key {
             name: "login_timeout",
             kind: "duration",
             default: Some("15s"),
             about: "Time a client has to finish TLS, startup and authentication; \
-                    past it the connection is closed with an error (on PostgreSQL, SQLSTATE 08P01).",
+                    past it the connection is closed with an error (on PostgreSQL, SQLSTATE 08P01). \
+                    A reload applies a new value to new logins.",
         },
         Key {
             name: "client_message_timeout",
             kind: "duration",
             default: Some("30s"),
-            about: "Longest time a client may leave a message half sent; past it the session ends (on PostgreSQL, SQLSTATE 08P01).",
+            about: "Longest time a client may leave a message half sent; past it the session ends (on PostgreSQL, SQLSTATE 08P01). \
+                    A reload applies a new value (a session-mode session keeps the one it started with).",
         },
         Key {
             name: "shutdown_timeout",
             kind: "duration",
             default: Some("10s"),
-            about: "On SIGTERM or SIGINT, time given to open sessions to finish before the proxy exits.",
+            about: "On SIGTERM or SIGINT, time given to open sessions to finish before the proxy exits. \
+                    A reload applies a new value.",
         },
         Key {
             name: "park_idle_after",
@@ -40,7 +44,8 @@ pub(super) const PROXY: Section = Section {
             kind: "integer",
             default: Some("67108864"),
             about: "Largest client message accepted, in bytes (the default is 64 MiB); \
-                    a larger one ends the session. Between 1024 and 1073741822.",
+                    a larger one ends the session. Between 1024 and 1073741822. \
+                    A reload applies a new value (a session-mode session keeps the one it started with).",
         },
         Key {
             name: "log_filter",
@@ -79,7 +84,8 @@ pub(super) const PROXY: Section = Section {
             default: Some("30"),
             about: "Failed logins one source address (for IPv6, its /64) may make a minute, also the burst; \
                     over it, logins from there are refused before any password is checked. \
-                    At least 1. A change takes a restart.",
+                    At least 1. A reload applies a new value: counting starts afresh, and addresses already \
+                    over the old limit stay refused until their time is up.",
         },
         Key {
             name: "auth_failures_per_minute_per_user",
@@ -87,7 +93,8 @@ pub(super) const PROXY: Section = Section {
             default: Some("10"),
             about: "Failed logins one user name (as sent, known or not) may see a minute, also the burst; \
                     over it, logins as that name are refused before any password is checked. \
-                    At least 1. A change takes a restart.",
+                    At least 1. A reload applies a new value: counting starts afresh, and names already \
+                    over the old limit stay refused until their time is up.",
         },
         Key {
             name: "upgrade_socket",

@@ -139,7 +139,7 @@ pub async fn greet(
     if !SslRequest::is_ssl_request(&first) {
         return decode_response(&first);
     }
-    let tls = endpoint.tls.clone().ok_or_else(|| {
+    let tls = endpoint.tls.as_ref().map(|t| t.config.clone()).ok_or_else(|| {
         ProxyError::new(
             Condition::ProtocolViolation,
             "SSL connection error: SSL is not enabled on this endpoint",

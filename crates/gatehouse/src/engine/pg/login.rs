@@ -87,7 +87,7 @@ pub async fn negotiate(
                 if !buf.is_empty() {
                     return Err(protocol("received unencrypted data after SSL request"));
                 }
-                let Some(tls) = endpoint.tls.clone() else {
+                let Some(tls) = endpoint.tls.as_ref().map(|t| t.config.clone()) else {
                     s.write_all(b"N")
                         .await
                         .map_err(|e| protocol("write failed").with_detail(e.to_string()))?;

@@ -1,8 +1,18 @@
 //! What differs between the running configuration and a reloaded one, by
 //! the names the configuration file uses: for a reload's answer, and to
-//! tell what a reload applies in place from what needs a restart.
+//! tell what a reload applies in place from what needs a restart. Clusters
+//! and rules here; endpoints in [`endpoint`], the process-wide sections in
+//! [`process`], tenants and secrets in [`credentials`].
 
-use super::{ClusterSettings, EndpointSettings, Settings};
+mod credentials;
+mod endpoint;
+mod process;
+
+pub use credentials::credential_changes;
+pub use endpoint::endpoint_changes;
+pub use process::{Change, Takes, process_changes};
+
+use super::{ClusterSettings, Settings};
 
 /// Collects the names of the settings that differ.
 struct Diff(Vec<&'static str>);
@@ -60,66 +70,8 @@ pub fn cluster_changes(old: &ClusterSettings, new: &ClusterSettings) -> Vec<&'st
     d.0
 }
 
-/// Whether an endpoint's settings differ in anything but its listen
-/// address and its cluster's settings (a changed cluster is reported as
-/// the cluster's change).
-pub fn endpoint_changed(old: &EndpointSettings, new: &EndpointSettings) -> bool {
-    !(old.cluster.name == new.cluster.name
-        && old.cluster.engine == new.cluster.engine
-        && old.role == new.role
-        && old.pool_mode == new.pool_mode
-        && old.max_client_connections == new.max_client_connections
-        && old.idle_client_timeout == new.idle_client_timeout
-        && old.max_replica_lag == new.max_replica_lag
-        && old.reader_fallback == new.reader_fallback
-        && old.read_your_writes == new.read_your_writes
-        && old.read_only_functions == new.read_only_functions
-        && old.pinning_filter == new.pinning_filter
-        && old.require_tls == new.require_tls
-        && old.client_auth == new.client_auth
-        && old.allow_plaintext_tokens == new.allow_plaintext_tokens
-        && old.mysql_default_auth == new.mysql_default_auth
-        && old.tls.is_some() == new.tls.is_some()
-        && old.mysql_rsa_key.is_some() == new.mysql_rsa_key.is_some())
-}
-
-/// Settings outside clusters and endpoints that a reload cannot apply
-/// (the runtime, the parking lot, the log format, the admin listener and
-/// the login-failure limiters are set up once, at start).
-pub fn restart_changes(old: &Settings, new: &Settings) -> Vec<&'static str> {
-    let (o, n) = (&old.proxy, &new.proxy);
-    let mut d = Diff(Vec::new());
-    d.check(o.worker_threads != n.worker_threads, "proxy.worker_threads");
-    d.check(o.park_idle_after != n.park_idle_after, "proxy.park_idle_after");
-    d.check(o.log_format != n.log_format, "proxy.log_format");
-    d.check(o.upgrade_socket != n.upgrade_socket, "proxy.upgrade_socket");
-    d.check(
-        o.auth_failures_per_minute_per_address != n.auth_failures_per_minute_per_address,
-        "proxy.auth_failures_per_minute_per_address",
-    );
-    d.check(
-        o.auth_failures_per_minute_per_user != n.auth_failures_per_minute_per_user,
-        "proxy.auth_failures_per_minute_per_user",
-    );
-    d.check(
-        old.admin.as_ref().map(|a| a.listen) != new.admin.as_ref().map(|a| a.listen),
-        "admin.listen",
-    );
-    d.check(
-        old.admin
-            .as_ref()
-            .and_then(|a| a.token.as_ref().map(|t| t.as_str().to_owned()))
-            != new
-                .admin
-                .as_ref()
-                .and_then(|a| a.token.as_ref().map(|t| t.as_str().to_owned())),
-        "admin.token",
-    );
-    d.0
-}
-
-/// What a reload changes in the query rules, the digest settings and
-/// `[stats]`, all applied in place: `rules: 3 -> 4 (added "a"; changed "b")`,
+/// What a reload changes in the query rules and the digest settings, both
+/// applied in place: `rules: 3 -> 4 (added "a"; changed "b")`,
 /// `digests.enabled: false -> true`. Empty when nothing changed.
 pub fn rules_changes(old: &Settings, new: &Settings) -> Vec<String> {
     let mut out = Vec::new();
@@ -162,16 +114,34 @@ pub fn rules_changes(old: &Settings, new: &Settings) -> Vec<String> {
 }
 
 /// `"a", "b", "c"`, the first few names of a long list and how many more.
-fn name_list(names: &[std::sync::Arc<str>]) -> String {
+fn name_list<S: AsRef<str>>(names: &[S]) -> String {
+    first_few(names.iter().map(|n| format!("\"{}\"", n.as_ref())).collect())
+}
+
+/// The first few items of a long list, and how many more.
+fn first_few(items: Vec<String>) -> String {
     const SHOWN: usize = 5;
-    let mut s = names
-        .iter()
-        .take(SHOWN)
-        .map(|n| format!("\"{n}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > SHOWN {
-        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    let mut s = items.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if items.len() > SHOWN {
+        s.push_str(&format!(" and {} more", items.len() - SHOWN));
     }
     s
+}
+
+/// `value` as an answer shows it: an absent option as `none`, a present
+/// one without its `Some(…)`.
+fn shown(value: &impl std::fmt::Debug) -> String {
+    let s = format!("{value:?}");
+    if s == "None" {
+        return "none".to_owned();
+    }
+    match s.strip_prefix("Some(").and_then(|v| v.strip_suffix(')')) {
+        Some(inner) => inner.to_owned(),
+        None => s,
+    }
+}
+
+/// `name: old -> new` when the two differ.
+fn value_change<T: PartialEq + std::fmt::Debug>(name: &str, old: &T, new: &T) -> Option<String> {
+    (old != new).then(|| format!("{name}: {} -> {}", shown(old), shown(new)))
 }
