@@ -9,6 +9,7 @@ mod console;
 mod credentials;
 mod directory;
 pub mod model;
+mod process;
 pub mod raw;
 pub mod reference;
 mod rules;
