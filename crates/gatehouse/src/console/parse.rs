@@ -15,11 +15,12 @@ pub enum Show {
     Clusters,
     Endpoints,
     Stats,
+    Totals,
     Digests,
     Config,
 }
 
-const SHOWS: [(&str, Show); 11] = [
+const SHOWS: [(&str, Show); 12] = [
     ("help", Show::Help),
     ("version", Show::Version),
     ("pools", Show::Pools),
@@ -29,6 +30,7 @@ const SHOWS: [(&str, Show); 11] = [
     ("clusters", Show::Clusters),
     ("endpoints", Show::Endpoints),
     ("stats", Show::Stats),
+    ("totals", Show::Totals),
     ("digests", Show::Digests),
     ("config", Show::Config),
 ];

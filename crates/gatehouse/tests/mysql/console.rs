@@ -151,6 +151,7 @@ fn show_tables(ctx: &Ctx) -> Result<()> {
             "SHOW CLUSTERS",
             "SHOW ENDPOINTS",
             "SHOW STATS",
+            "SHOW TOTALS",
             "SHOW CONFIG",
         ] {
             ensure!(!rows(&mut console, show).await?.is_empty(), "{show} is empty");

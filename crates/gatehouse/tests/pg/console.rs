@@ -166,7 +166,24 @@ fn show_tables(ctx: &Ctx) -> Result<()> {
                 .any(|r| get(r, "key") == "console.database" && get(r, "value") == "gatehouse"),
             "{config:?}"
         );
-        for show in ["SHOW HELP", "SHOW VERSION", "SHOW STATS", "SHOW CLUSTERS"] {
+        // The transaction's statements so far, counted for the endpoint and
+        // the tenant (PgBouncer's SHOW STATS columns).
+        let stats = rows(&console, "SHOW STATS").await?;
+        let endpoint = stats
+            .iter()
+            .find(|r| get(r, "scope") == "endpoint" && get(r, "name") == "ops_rw")
+            .with_context(|| format!("no ops_rw in {stats:?}"))?;
+        let queries: u64 = get(endpoint, "total_query_count").parse()?;
+        // The simple query "BEGIN; SELECT 1" and the extended pg_backend_pid().
+        ensure!(queries >= 2, "{endpoint:?}");
+        ensure!(get(endpoint, "total_received").parse::<u64>()? > 0, "{endpoint:?}");
+        ensure!(
+            stats
+                .iter()
+                .any(|r| get(r, "scope") == "tenant" && get(r, "name") == "alice"),
+            "{stats:?}"
+        );
+        for show in ["SHOW HELP", "SHOW VERSION", "SHOW TOTALS", "SHOW CLUSTERS"] {
             ensure!(!rows(&console, show).await?.is_empty(), "{show} is empty");
         }
         ensure!(rows(&console, "SHOW DIGESTS").await?.is_empty(), "digests are off here");

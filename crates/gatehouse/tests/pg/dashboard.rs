@@ -310,6 +310,9 @@ fn mismatches(shown: &Shown, m: &str, backends: &[String]) -> Result<Vec<String>
     )?;
     expect("errors_total", &[], sum(m, "gatehouse_client_errors_total", &[]))?;
     expect("pinned_total", &[], sum(m, "gatehouse_pinned_sessions_total", &[]))?;
+    // The client held with its temporary table is pinned now.
+    let pinned_now = sum(m, "gatehouse_sessions_pinned", &["reason=\"temp_table\""]);
+    expect("pinned_now", &[], sum(m, "gatehouse_sessions_pinned", &[]))?;
     expect(
         "accepted_total",
         &[],
@@ -346,6 +349,11 @@ fn mismatches(shown: &Shown, m: &str, backends: &[String]) -> Result<Vec<String>
         }
     }
     out.extend(health);
+    if pinned_now != Some(1.0) {
+        out.push(format!(
+            "gatehouse_sessions_pinned{{reason=\"temp_table\"}} is {pinned_now:?}, not 1"
+        ));
+    }
     Ok(out)
 }
 

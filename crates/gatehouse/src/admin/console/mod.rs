@@ -57,7 +57,8 @@ impl Console {
             Show::Backends => tables::backends(&self.cores),
             Show::Clusters => tables::clusters(&self.cores),
             Show::Endpoints => tables::endpoints(&self.cores, &self.endpoints),
-            Show::Stats => tables::stats(&self.cores, &self.reloader),
+            Show::Stats => tables::stats(&self.cores),
+            Show::Totals => tables::totals(&self.cores, &self.reloader),
             Show::Digests => tables::digests(&self.cores),
             Show::Config => tables::config(&self.cores),
         }

@@ -47,7 +47,7 @@ fn timestamp(t: SystemTime) -> Cell {
     ))
 }
 
-const COMMANDS: [(&str, &str); 18] = [
+const COMMANDS: [(&str, &str); 19] = [
     ("SHOW HELP", "this list"),
     ("SHOW VERSION", "the proxy's version"),
     (
@@ -68,7 +68,11 @@ const COMMANDS: [(&str, &str); 18] = [
     ),
     ("SHOW CLUSTERS", "every cluster: writer, waiting sessions, failovers"),
     ("SHOW ENDPOINTS", "every endpoint: clients, limit, paused, disabled"),
-    ("SHOW STATS", "counters per engine: connections, errors, pins, reloads"),
+    (
+        "SHOW STATS",
+        "per endpoint and tenant: transactions, queries, bytes, query, wait and server times",
+    ),
+    ("SHOW TOTALS", "counters per engine: connections, errors, pins, reloads"),
     (
         "SHOW DIGESTS",
         "per-digest statistics, heaviest first (with [digests] enabled)",
@@ -428,7 +432,74 @@ pub fn endpoints(cores: &[Arc<dyn CoreView>], running: &Endpoints) -> Table {
     t
 }
 
-pub fn stats(cores: &[Arc<dyn CoreView>], reloader: &Reloader) -> Table {
+/// Microseconds in `seconds`, as PgBouncer's `total_*_time` columns.
+fn total_us(seconds: f64) -> Cell {
+    Cell::from((seconds * 1e6).round().max(0.0) as u64)
+}
+
+/// The mean of a histogram in microseconds; NULL with no sample.
+fn mean_us(h: &crate::meter::HistogramSnapshot) -> Cell {
+    if h.count == 0 {
+        return Cell::Null;
+    }
+    total_us(h.sum_seconds / h.count as f64)
+}
+
+/// PgBouncer's `SHOW STATS` columns, per endpoint (the times from the
+/// latency histograms: zero with `[stats] histograms = false`), then per
+/// tenant (transactions and queries; tenants counted while `[stats]
+/// tenant_series` is above 0).
+pub fn stats(cores: &[Arc<dyn CoreView>]) -> Table {
+    let mut t = Table::new(&[
+        ("engine", T),
+        ("scope", T),
+        ("name", T),
+        ("total_xact_count", I),
+        ("total_query_count", I),
+        ("total_received", I),
+        ("total_sent", I),
+        ("total_query_time", I),
+        ("total_wait_time", I),
+        ("total_server_time", I),
+        ("avg_query_time", I),
+        ("avg_wait_time", I),
+        ("total_logins", I),
+        ("total_login_failures", I),
+    ]);
+    for core in cores {
+        let traffic = core.traffic();
+        for e in &traffic.endpoints {
+            t.push(vec![
+                traffic.engine.into(),
+                "endpoint".into(),
+                e.endpoint.as_str().into(),
+                e.transactions.into(),
+                e.statements.into(),
+                e.bytes_received.into(),
+                e.bytes_sent.into(),
+                total_us(e.statement.sum_seconds),
+                total_us(e.lease_wait.sum_seconds),
+                total_us(e.response.sum_seconds),
+                mean_us(&e.statement),
+                mean_us(&e.lease_wait),
+                (e.logins_plain + e.logins_tls).into(),
+                e.login_failures.values().sum::<u64>().into(),
+            ]);
+        }
+        for tenant in &traffic.tenants {
+            t.push(vec![
+                traffic.engine.into(),
+                "tenant".into(),
+                tenant.tenant.as_str().into(),
+                tenant.transactions.into(),
+                tenant.statements.into(),
+            ]);
+        }
+    }
+    t
+}
+
+pub fn totals(cores: &[Arc<dyn CoreView>], reloader: &Reloader) -> Table {
     let mut t = Table::new(&[("engine", T), ("stat", T), ("value", I)]);
     let (applied, refused) = reloader.counts();
     for core in cores {

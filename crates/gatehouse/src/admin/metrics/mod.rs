@@ -135,6 +135,18 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
                 .inc_by(e.count);
         }
     }
+    // Pinned now (a gauge), beside pinned since start (the counter above).
+    let pinned_now = Family::<PinLabels, Gauge>::default();
+    for core in &state.cores {
+        for (reason, n) in core.pinned_now() {
+            pinned_now
+                .get_or_create(&PinLabels {
+                    engine: core.engine_name().to_owned(),
+                    reason: reason.to_owned(),
+                })
+                .set(gauge(n));
+        }
+    }
     let reloads = Family::<ResultLabels, Counter>::default();
     let (applied, refused) = state.reloader.counts();
     for (result, n) in [("applied", applied), ("refused", refused)] {
@@ -194,6 +206,11 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
         "pinned_sessions",
         "Client sessions pinned to a backend connection, by reason",
         pins,
+    );
+    registry.register(
+        "sessions_pinned",
+        "Client sessions pinned to a backend connection now, by reason",
+        pinned_now,
     );
     registry.register(
         "client_errors",
