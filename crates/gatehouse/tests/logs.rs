@@ -8,48 +8,22 @@
 //! leases it took (one a transaction) and why it was pinned. A MySQL
 //! COM_CHANGE_USER ends one tenant's session and logs the other's login.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+#[path = "common/binary.rs"]
+mod binary;
+
+use std::process::Stdio;
 use std::time::Duration;
+
+use binary::{TempDir, free_port, gatehouse, hash};
 
 use anyhow::{Context, Result, ensure};
 use gatehouse_testkit::{Cluster, Options};
 use mysql_async::prelude::Queryable;
 
-fn gatehouse() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-}
-
-fn hash(password: &str, extra: &[&str]) -> Result<String> {
-    let mut child = gatehouse()
-        .arg("hash-password")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    child.stdin.take().context("stdin")?.write_all(password.as_bytes())?;
-    let out = child.wait_with_output()?;
-    ensure!(out.status.success(), "hash-password failed");
-    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
-}
-
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("gatehouse-logs-{}-{name}", std::process::id()));
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Removes the directory when the test ends (declared before the cluster).
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The JSON log lines with `message`, parsed.

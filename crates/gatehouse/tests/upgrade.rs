@@ -8,41 +8,19 @@
 //! processes exit on their own once their sessions are done, and the admin
 //! API answers throughout.
 
-use std::io::Write;
+#[path = "common/binary.rs"]
+mod binary;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use binary::{TempDir, free_port, hash};
+
 use anyhow::{Context, Result, bail, ensure};
 use gatehouse_testkit::{Cluster, Options};
 use mysql_async::prelude::Queryable;
-
-fn hash(password: &str, extra: &[&str]) -> Result<String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .arg("hash-password")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    child.stdin.take().context("stdin")?.write_all(password.as_bytes())?;
-    let out = child.wait_with_output()?;
-    ensure!(out.status.success(), "hash-password failed");
-    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Removes the directory when the test ends (declared before the cluster).
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A proxy process, killed if the test ends before it exits.
 struct Proxy {
