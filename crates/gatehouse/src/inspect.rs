@@ -48,6 +48,8 @@ impl Drop for Inspector {
             endpoint = %self.endpoint,
             client = %crate::session_log::ClientAddr(self.client),
             duration = ?self.session.duration(),
+            transactions = self.meter.transactions(),
+            queries = self.meter.statements(),
             leases = self.session.leases(),
             pinned = self.session.pin_reason().unwrap_or("no"),
             "client session ended"

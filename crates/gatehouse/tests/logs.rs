@@ -4,8 +4,9 @@
 //! PostgreSQL and MariaDB from the test kit, the lines an operator reads
 //! for every client session, one mechanism for both engines: a `client logged in` line
 //! (tenant, database, endpoint, client address, TLS) and, when the client
-//! leaves, a `client session ended` line with its duration, the backend
-//! leases it took (one a transaction) and why it was pinned. A MySQL
+//! leaves, a `client session ended` line with its duration, the
+//! transactions and statements it ran, the backend leases it took (one a
+//! transaction) and why it was pinned. A MySQL
 //! COM_CHANGE_USER ends one tenant's session and logs the other's login.
 
 #[path = "common/binary.rs"]
@@ -200,6 +201,12 @@ password = "{my_password}"
         let end = &ends[0];
         ensure!(end["endpoint"] == endpoint && end["level"] == "INFO", "{end}");
         ensure!(end["leases"].as_u64() >= Some(min_leases), "{tenant}: {end}");
+        // Each statement here is a transaction of its own (autocommit).
+        ensure!(end["transactions"].as_u64() >= Some(min_leases), "{tenant}: {end}");
+        ensure!(
+            end["queries"].as_u64() >= end["transactions"].as_u64(),
+            "{tenant}: {end}"
+        );
         ensure!(
             end["pinned"].as_str().is_some_and(|p| p != "no"),
             "{tenant} was pinned: {end}"

@@ -117,6 +117,8 @@ impl Meters {
             tenant,
             histograms: stats.histograms,
             ran: false,
+            statements: 0,
+            transactions: 0,
         }
     }
 
@@ -247,6 +249,9 @@ pub struct SessionMeter {
     histograms: bool,
     /// A statement ran since the last transaction boundary.
     ran: bool,
+    /// The session's own counts, for its end line ([`crate::session_log`]).
+    statements: u64,
+    transactions: u64,
 }
 
 impl SessionMeter {
@@ -258,6 +263,16 @@ impl SessionMeter {
     /// The client logged in (authenticated and admitted), over TLS or not.
     pub fn logged_in(&self, tls: bool) {
         self.endpoint.logins[usize::from(tls)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Statements this session sent to a backend so far.
+    pub fn statements(&self) -> u64 {
+        self.statements
+    }
+
+    /// Transactions this session ended so far.
+    pub fn transactions(&self) -> u64 {
+        self.transactions
     }
 
     /// Whether statement and lease times are recorded.
@@ -274,6 +289,7 @@ impl SessionMeter {
     /// a COM_QUERY, a COM_STMT_EXECUTE).
     pub fn statement(&mut self) {
         self.ran = true;
+        self.statements += 1;
         self.endpoint.statements.fetch_add(1, Ordering::Relaxed);
         if let Some(t) = &self.tenant {
             t.statements.fetch_add(1, Ordering::Relaxed);
@@ -288,6 +304,7 @@ impl SessionMeter {
             return;
         }
         self.ran = false;
+        self.transactions += 1;
         self.endpoint.transactions.fetch_add(1, Ordering::Relaxed);
         if let Some(t) = &self.tenant {
             t.transactions.fetch_add(1, Ordering::Relaxed);
