@@ -6,12 +6,14 @@
 //! `cluster.rs`, engine specifics in `pg.rs` / `mysql.rs`, the
 //! shell-sourceable `cluster.env` format in `env_file.rs`, the certificates
 //! of a TLS-enabled cluster in `tls.rs`; `trials` runs a test binary's cases
-//! against one such cluster set up once.
+//! against one such cluster set up once; `faults` is a TCP relay that
+//! breaks the network between a proxy and a server on command.
 
 #![forbid(unsafe_code)]
 
 mod cluster;
 mod env_file;
+pub mod faults;
 pub mod http;
 mod mysql;
 mod ops;

@@ -16,8 +16,10 @@ use crate::engine::stream::ClientStream;
 pub enum Relay {
     /// Writing to the client failed.
     Client(String),
-    /// The backend failed; whether part of the reply reached the client.
-    Backend(String, bool),
+    /// The backend failed; if part of the reply reached the client, the
+    /// sequence id that follows it (an error ending the reply must carry it,
+    /// or the client's driver reports its packets out of sync instead).
+    Backend(String, Option<u8>),
 }
 
 /// Relays the reply to one command from `conn` to the client until it is
@@ -33,14 +35,15 @@ pub async fn relay(
     mut capture: Option<&mut BytesMut>,
 ) -> Result<Done, Relay> {
     let mut tracker = ResponseTracker::new(kind, false);
-    let mut replied = false;
+    let mut replied = None;
     let mut first = true;
+    let mut next_seq = 0u8;
     loop {
         let mut offset = 0;
         let mut done = None;
         let mut split_packet = false;
         while done.is_none() {
-            let Some((len, _)) = frame::peek_header(&conn.rbuf[offset..]) else {
+            let Some((len, seq)) = frame::peek_header(&conn.rbuf[offset..]) else {
                 break;
             };
             if len >= frame::MAX_PACKET_PAYLOAD {
@@ -63,6 +66,7 @@ pub async fn relay(
             }
             first = false;
             offset = end;
+            next_seq = seq.wrapping_add(1);
         }
         if offset > 0 {
             stream
@@ -73,7 +77,7 @@ pub async fn relay(
                 c.extend_from_slice(&conn.rbuf[..offset]);
             }
             conn.rbuf.advance(offset);
-            replied = true;
+            replied = Some(next_seq);
         }
         if let Some(d) = done {
             return Ok(d);
@@ -86,12 +90,12 @@ pub async fn relay(
             first = false;
             let d = step(&mut tracker, &p.payload, replied)?;
             let mut out = BytesMut::with_capacity(p.payload.len() + 64);
-            put_packet(&mut out, p.seq, &p.payload);
+            let next = put_packet(&mut out, p.seq, &p.payload);
             stream.write_all(&out).await.map_err(|e| Relay::Client(e.to_string()))?;
             if let Some(c) = capture.as_deref_mut() {
                 c.extend_from_slice(&out);
             }
-            replied = true;
+            replied = Some(next);
             if let Some(d) = d {
                 return Ok(d);
             }
@@ -104,7 +108,7 @@ pub async fn relay(
 }
 
 /// Feeds one reply packet to the tracker: `Some` when the reply is complete.
-fn step(tracker: &mut ResponseTracker, payload: &[u8], replied: bool) -> Result<Option<Done>, Relay> {
+fn step(tracker: &mut ResponseTracker, payload: &[u8], replied: Option<u8>) -> Result<Option<Done>, Relay> {
     match tracker
         .feed(payload)
         .map_err(|e| Relay::Backend(format!("unexpected reply: {e}"), replied))?

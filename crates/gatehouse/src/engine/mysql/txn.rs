@@ -249,7 +249,7 @@ impl Session {
         let conn = lease.conn();
         let done = match conn.send_command(payload).await {
             Ok(()) => relay(conn, stream, kind, client_id, capture).await,
-            Err(e) => Err(Relay::Backend(e.to_string(), false)),
+            Err(e) => Err(Relay::Backend(e.to_string(), None)),
         };
         let plan = std::mem::take(&mut self.plan);
         match done {
@@ -289,8 +289,10 @@ impl Session {
                 let in_transaction = std::mem::take(&mut self.in_transaction);
                 self.drop_lease();
                 let e = ProxyError::new(Condition::BackendUnavailable, super::lost::LOST_MESSAGE).with_detail(detail);
-                if replied {
-                    return Err((0, e));
+                if let Some(seq) = replied {
+                    // Mid-reply: the error ends the reply the client reads,
+                    // then the session (its protocol state is lost).
+                    return Err((seq, e));
                 }
                 if !alone {
                     // The client's session state died with the server: the

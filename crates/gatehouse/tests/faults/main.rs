@@ -1,0 +1,261 @@
+//! Network faults between the proxy and its databases, against real
+//! servers: one PostgreSQL and one MariaDB from the test kit, shared by the
+//! cases, each case with a proxy of its own started in-process, whose
+//! relayed clusters (`pgc`, `myc`) reach their server through a
+//! [`FaultRelay`] of the kit's, and whose direct clusters (`pgd`, `myd`)
+//! reach the same servers without one. The relay resets connections, cuts
+//! one mid-result, black-holes or refuses new ones; the cases check that
+//! only the sessions on a broken connection see an error, and the engine's
+//! proper one, that other sessions go on, that no lease leaks, and that the
+//! proxy serves new clients afterwards.
+
+mod cases;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use gatehouse_testkit::faults::FaultRelay;
+use gatehouse_testkit::{Cluster, Options, trials};
+use mysql_async::prelude::Queryable;
+
+/// A generous bound for what should happen promptly.
+pub const BOUND: Duration = Duration::from_secs(20);
+
+/// The shared servers and what every case's configuration needs.
+pub struct Ctx {
+    pub cluster: Cluster,
+    pub root: PathBuf,
+    pg_verifier: String,
+    my_hash: String,
+}
+
+fn hash(password: &str, extra: &[&str]) -> Result<String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .arg("hash-password")
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().context("stdin")?.write_all(password.as_bytes())?;
+    let out = child.wait_with_output()?;
+    ensure!(out.status.success(), "hash-password failed");
+    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+fn setup() -> Result<Arc<Ctx>> {
+    trials::init_tracing();
+    let root = trials::scratch_dir("faults")?;
+    let opts = Options {
+        mysql: true,
+        ..Options::default()
+    };
+    let cluster = Cluster::up(&root.join("cluster"), &opts)?;
+    Ok(Arc::new(Ctx {
+        cluster,
+        root,
+        pg_verifier: hash("app-pw", &[])?,
+        my_hash: hash("app-pw", &["--mysql"])?,
+    }))
+}
+
+fn teardown(ctx: Arc<Ctx>) {
+    let root = ctx.root.clone();
+    drop(ctx);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+fn main() -> ExitCode {
+    trials::run(cases::cases(), setup, teardown)
+}
+
+/// A proxy of a case's own in front of the shared servers, its relays,
+/// and how to stop it.
+pub struct Proxy {
+    pub pg_relay: FaultRelay,
+    pub my_relay: FaultRelay,
+    addrs: HashMap<String, SocketAddr>,
+    pg: Arc<gatehouse::core::Core<gatehouse::engine::pg::PgEngine>>,
+    my: Arc<gatehouse::core::Core<gatehouse::engine::mysql::MyEngine>>,
+    run: tokio::task::JoinHandle<Result<(), gatehouse::AppError>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Proxy {
+    /// Starts relays to both servers and a proxy whose relayed clusters
+    /// use them (connect timeout 1 s, borrow timeout 2 s, pools of 8; a
+    /// lease that cannot connect is routed again for a failover hold of
+    /// 2 s, then fails).
+    pub async fn start(ctx: &Ctx, case: &str) -> Result<Proxy> {
+        let pg = ctx.cluster.pg_primary().context("no PostgreSQL")?;
+        let my = ctx.cluster.mysql_primary().context("no MariaDB")?;
+        let pg_relay = FaultRelay::start(pg.addr().parse()?).await?;
+        let my_relay = FaultRelay::start(my.addr().parse()?).await?;
+        let mut config = String::from("[proxy]\nlog_filter = \"warn\"\n");
+        for (name, engine, backend) in [
+            ("pgc", "postgres", pg_relay.addr_string()),
+            ("pgd", "postgres", pg.addr()),
+            ("myc", "mysql", my_relay.addr_string()),
+            ("myd", "mysql", my.addr()),
+        ] {
+            config += &format!(
+                "\n[[clusters]]\nname = \"{name}\"\nengine = \"{engine}\"\nbackends = [\"{backend}\"]\n\
+                 connect_timeout = \"1s\"\nfailover_hold = \"2s\"\n[clusters.pool]\nsize = 8\nborrow_timeout = \"2s\"\n\n\
+                 [[endpoints]]\nname = \"{name}\"\nlisten = \"127.0.0.1:0\"\ncluster = \"{name}\"\nrole = \"read_write\"\n"
+            );
+        }
+        config += &format!(
+            r#"
+[[tenants]]
+name = "app"
+databases = ["postgres"]
+secret = "pg_super"
+scram_verifier = "{pg_verifier}"
+
+[[tenants]]
+name = "myapp"
+databases = ["mysql"]
+secret = "my_super"
+mysql_native_password = "{my_hash}"
+
+[[secrets]]
+name = "pg_super"
+user = "{pg_user}"
+password = "{pg_password}"
+
+[[secrets]]
+name = "my_super"
+user = "{my_user}"
+password = "{my_password}"
+"#,
+            pg_verifier = ctx.pg_verifier,
+            my_hash = ctx.my_hash,
+            pg_user = ctx.cluster.pg_user(),
+            pg_password = ctx.cluster.pg_password(),
+            my_user = ctx.cluster.mysql_user(),
+            my_password = ctx.cluster.mysql_password(),
+        );
+        let path = ctx.root.join(format!("{case}.toml"));
+        std::fs::write(&path, config)?;
+        let settings = gatehouse::config::load(&path).map_err(|p| anyhow::anyhow!("{p}"))?;
+        let app = gatehouse::App::bind(settings).await?;
+        let addrs = ["pgc", "pgd", "myc", "myd"]
+            .iter()
+            .filter_map(|e| Some((e.to_string(), app.local_addr(e)?)))
+            .collect();
+        let (pg, my) = (app.pg_core(), app.mysql_core());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(gatehouse::run(app, async {
+            let _ = stopped.await;
+        }));
+        Ok(Proxy {
+            pg_relay,
+            my_relay,
+            addrs,
+            pg,
+            my,
+            run,
+            stop,
+        })
+    }
+
+    fn addr(&self, endpoint: &str) -> Result<SocketAddr> {
+        self.addrs
+            .get(endpoint)
+            .copied()
+            .with_context(|| format!("no endpoint {endpoint}"))
+    }
+
+    /// A PostgreSQL session (user app) on `endpoint`, its connection driven.
+    pub async fn pg(&self, endpoint: &str) -> Result<tokio_postgres::Client> {
+        let at = self.addr(endpoint)?;
+        let info = format!(
+            "host=127.0.0.1 port={} user=app password=app-pw dbname=postgres sslmode=disable",
+            at.port()
+        );
+        let (client, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
+        tokio::spawn(conn);
+        Ok(client)
+    }
+
+    /// A MariaDB session (user myapp) on `endpoint`.
+    pub async fn my(&self, endpoint: &str) -> Result<mysql_async::Conn> {
+        let opts: mysql_async::Opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(self.addr(endpoint)?.port())
+            .user(Some("myapp"))
+            .pass(Some("app-pw"))
+            .db_name(Some("mysql"))
+            .prefer_socket(false)
+            .into();
+        Ok(mysql_async::Conn::new(opts).await?)
+    }
+
+    /// Backend connections lent out now, over every pool of both engines.
+    pub fn leased(&self) -> usize {
+        let pg: usize = self.pg.pools.all().iter().map(|p| p.leased_count()).sum();
+        let my: usize = self.my.pools.all().iter().map(|p| p.leased_count()).sum();
+        pg + my
+    }
+
+    /// Waits (within [`BOUND`]) until no lease is out: none leaked.
+    pub async fn no_lease_leaked(&self) -> Result<()> {
+        let until = tokio::time::Instant::now() + BOUND;
+        while self.leased() > 0 {
+            if tokio::time::Instant::now() > until {
+                bail!("{} backend connections still leased", self.leased());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
+    /// Fresh clients of both engines run `SELECT 1` on every endpoint.
+    pub async fn still_serving(&self) -> Result<()> {
+        for endpoint in ["pgc", "pgd"] {
+            let c = tokio::time::timeout(BOUND, self.pg(endpoint))
+                .await
+                .with_context(|| format!("{endpoint}: login hung"))??;
+            let rows = c.simple_query("SELECT 1").await.context(endpoint)?;
+            ensure!(!rows.is_empty(), "{endpoint}: no answer");
+        }
+        for endpoint in ["myc", "myd"] {
+            let mut c = tokio::time::timeout(BOUND, self.my(endpoint))
+                .await
+                .with_context(|| format!("{endpoint}: login hung"))??;
+            let one: Option<u32> = c.query_first("SELECT 1").await.context(endpoint)?;
+            ensure!(one == Some(1), "{endpoint}: wrong answer {one:?}");
+            c.disconnect().await?;
+        }
+        Ok(())
+    }
+
+    /// Stops the proxy and waits for `run` to return.
+    pub async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(());
+        tokio::time::timeout(BOUND, self.run)
+            .await
+            .context("run() did not return")???;
+        Ok(())
+    }
+}
+
+/// The SQLSTATE of a tokio-postgres error, or what it was instead.
+pub fn sqlstate(e: &tokio_postgres::Error) -> std::result::Result<String, String> {
+    e.as_db_error()
+        .map(|d| d.code().code().to_owned())
+        .ok_or_else(|| format!("{e}"))
+}
+
+/// The MariaDB error code of a mysql_async error, or what it was instead.
+pub fn my_code(e: &mysql_async::Error) -> std::result::Result<u16, String> {
+    match e {
+        mysql_async::Error::Server(s) => Ok(s.code),
+        other => Err(format!("{other}")),
+    }
+}
