@@ -42,6 +42,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("my_session_track", mysql::my_session_track),
     ("my_response_tracker", tracker::my_response_tracker),
     ("my_auth", mysql::my_auth),
+    ("my_auth_rsa", mysql::my_auth_rsa),
     ("sql_pg_classify", sql::sql_pg_classify),
     ("sql_pg_digest", sql::sql_pg_digest),
     ("sql_mysql_classify", sql::sql_mysql_classify),

@@ -34,7 +34,7 @@ use gatehouse_proto_pg::startup::{SSL_REQUEST_CODE, cancel_request, startup_mess
 use gatehouse_token::{IssueRequest, IssuingKey, issue};
 use postgres_protocol::authentication::md5_hash;
 
-use crate::mysql::encode_changes;
+use crate::mysql::{encode_changes, rsa_key};
 use crate::token::{AUDIENCE, ISSUER, JWKS, NOW, SECRET};
 
 /// One seed: target, file name (without the `seed-` prefix), bytes.
@@ -400,28 +400,43 @@ fn mysql_seeds() -> Vec<Seed> {
         (
             "my_auth",
             "ed25519",
+            cat(&[&[1, 1], &ed25519::client_response(b"pw", &[7; 32])]),
+        ),
+        (
+            "my_auth",
+            "ed25519-any-password",
             cat(&[
-                &[1],
-                &chunk(b"pw"),
-                &chunk(&[7; 32]),
-                &ed25519::client_response(b"pw", &[7; 32]),
+                &[1, 0],
+                &chunk(b"other"),
+                &chunk(&[9; 32]),
+                &ed25519::client_response(b"other", &[9; 32]),
             ]),
         ),
         (
-            "my_auth",
-            "rsa-round-trip",
-            cat(&[&[2, 2], &chunk(b"s3cret"), &chunk(&nonce)]),
+            "my_auth_rsa",
+            "round-trip",
+            cat(&[&[2], &chunk(b"s3cret"), &chunk(&nonce)]),
         ),
         (
-            "my_auth",
-            "rsa-ciphertext",
-            cat(&[&[2, 0], &chunk(b""), &chunk(&nonce), &[0x42; 256]]),
+            "my_auth_rsa",
+            "ciphertext",
+            cat(&[&[0], &chunk(b""), &chunk(&nonce), &[0x42; 256]]),
+        ),
+        (
+            "my_auth_rsa",
+            "server-pem",
+            cat(&[
+                &[1],
+                &chunk(b"s3cret"),
+                &chunk(&nonce),
+                rsa_key().public_pem().as_bytes(),
+            ]),
         ),
         (
             "my_auth",
             "stored-hash",
             cat(&[
-                &[3],
+                &[2],
                 native_password::format_stored(&native_password::stored_hash(b"pw")).as_bytes(),
             ]),
         ),
