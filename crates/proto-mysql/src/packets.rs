@@ -188,6 +188,9 @@ impl ErrPacket {
     }
 
     /// Appends the packet; the SQLSTATE (with '#') is written when present.
+    /// Without one, a message that starts with '#' and 5 more bytes reads
+    /// back as a SQLSTATE and the rest: the format cannot tell them apart
+    /// (errors the proxy writes always carry a SQLSTATE).
     pub fn encode(&self, dst: &mut BytesMut) {
         dst.put_u8(ERR_HEADER);
         dst.put_u16_le(self.code);

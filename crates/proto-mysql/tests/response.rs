@@ -354,3 +354,25 @@ fn a_result_sets_warnings_come_from_its_final_eof() {
     assert_eq!(run(Q, false, &packets).warnings, 3);
     assert_eq!(run(Q, false, &result_set(false, &[text_row()], 0)).warnings, 0);
 }
+
+/// Found by the `my_response_tracker` fuzz target: an OK that started a
+/// multi-result reply stayed `Done::ok` after a later result set ended the
+/// reply with a classic EOF, so the proxy read that OK's affected rows and
+/// warnings as the last statement's.
+#[test]
+fn an_ok_before_a_final_result_set_is_not_the_final_ok() {
+    for (kind, row) in [(Q, text_row()), (ResponseKind::StmtExecute, bin_row())] {
+        for de in [false, true] {
+            let mut v = vec![ok_with(0x00, 5, MORE)];
+            v.extend(result_set(de, std::slice::from_ref(&row), 0));
+            let d = run(kind, de, &v);
+            assert_eq!((d.result_sets, d.last_rows), (1, Some(1)));
+            // Only the 0xFE OK that ends the rows under deprecate_eof counts.
+            assert_eq!(
+                d.ok.map(|ok| ok.affected_rows),
+                de.then_some(0),
+                "{kind:?}, deprecate_eof {de}"
+            );
+        }
+    }
+}

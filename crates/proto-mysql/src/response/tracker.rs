@@ -195,6 +195,9 @@ impl ResponseTracker {
                     return Err(self.unexpected("reading a zero column count", h));
                 }
                 self.done.result_sets += 1;
+                // An OK before this result set no longer ends the reply; under
+                // CLIENT_DEPRECATE_EOF the set's own terminator is the new one.
+                self.done.ok = None;
                 self.rows = 0;
                 self.state = State::ColumnDefs { left: n };
                 Ok(Step::More)

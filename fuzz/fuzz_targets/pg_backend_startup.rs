@@ -1,0 +1,3 @@
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| gatehouse_fuzz_harness::pg::pg_backend_startup(data));
