@@ -4,6 +4,9 @@
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gatehouse-target}"
 export PATH="$HOME/.cargo/bin:$PATH"
+# A CI run builds a fresh clone once: incremental state would only fill
+# the shared target directory (13 GB of it after a few runs).
+if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 
 GH_PACKAGES=(postgresql-15 postgresql-client-15 mariadb-server mariadb-client pgbouncer sysbench openssl chromium jq curl)
 
