@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod app;
 pub mod auth;
+pub mod backend_tls;
 pub mod cancel;
 pub mod config;
 pub mod console;

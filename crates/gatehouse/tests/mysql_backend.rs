@@ -8,6 +8,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use gatehouse::backend_tls::BackendTls;
 use gatehouse::engine::mysql::backend::{self, MyConn};
 use gatehouse::error::Condition;
 use gatehouse_proto_mysql::consts::COM_QUERY;
@@ -27,9 +28,16 @@ struct Env {
 
 impl Env {
     async fn root(&self) -> Result<MyConn> {
-        backend::connect(&self.primary, "root", self.root_password.as_bytes(), None, TIMEOUT)
-            .await
-            .context("root connect")
+        backend::connect(
+            &self.primary,
+            "root",
+            self.root_password.as_bytes(),
+            None,
+            TIMEOUT,
+            &BackendTls::default(),
+        )
+        .await
+        .context("root connect")
     }
 }
 
@@ -117,9 +125,16 @@ async fn login(env: &Env) -> Result<()> {
     root.close().await;
 
     for db in [Some(DATABASE), None] {
-        let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), db, TIMEOUT)
-            .await
-            .with_context(|| format!("user connect with database {db:?}"))?;
+        let mut c = backend::connect(
+            &env.primary,
+            USER,
+            PASSWORD.as_bytes(),
+            db,
+            TIMEOUT,
+            &BackendTls::default(),
+        )
+        .await
+        .with_context(|| format!("user connect with database {db:?}"))?;
         let who = c.query("SELECT CURRENT_USER(), DATABASE()").await?;
         ensure!(
             who.rows == vec![vec![Some(format!("{USER}@%")), db.map(str::to_owned)]],
@@ -129,10 +144,17 @@ async fn login(env: &Env) -> Result<()> {
     }
 
     let wrong = "not-the-right-pw";
-    let err = backend::connect(&env.primary, USER, wrong.as_bytes(), Some(DATABASE), TIMEOUT)
-        .await
-        .err()
-        .context("login with a wrong password succeeded")?;
+    let err = backend::connect(
+        &env.primary,
+        USER,
+        wrong.as_bytes(),
+        Some(DATABASE),
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await
+    .err()
+    .context("login with a wrong password succeeded")?;
     let text = format!("{err} {err:?}");
     ensure!(
         !text.contains(wrong) && !text.contains(PASSWORD),
@@ -148,10 +170,17 @@ async fn login(env: &Env) -> Result<()> {
     );
     ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1045")), "{err:?}");
 
-    let err = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), Some("no_such_db"), TIMEOUT)
-        .await
-        .err()
-        .context("login to a missing database succeeded")?;
+    let err = backend::connect(
+        &env.primary,
+        USER,
+        PASSWORD.as_bytes(),
+        Some("no_such_db"),
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await
+    .err()
+    .context("login to a missing database succeeded")?;
     ensure!(
         matches!(err.condition, Condition::UnknownDatabase | Condition::NotAllowed),
         "{err:?}"
@@ -161,10 +190,17 @@ async fn login(env: &Env) -> Result<()> {
     let dead = std::net::TcpListener::bind("127.0.0.1:0")?;
     let dead_addr = dead.local_addr()?.to_string();
     drop(dead);
-    let err = backend::connect(&dead_addr, USER, PASSWORD.as_bytes(), None, TIMEOUT)
-        .await
-        .err()
-        .context("connect to a closed port succeeded")?;
+    let err = backend::connect(
+        &dead_addr,
+        USER,
+        PASSWORD.as_bytes(),
+        None,
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await
+    .err()
+    .context("connect to a closed port succeeded")?;
     ensure!(
         err.condition == Condition::BackendUnavailable && err.retry_safe,
         "{err:?}"
@@ -198,25 +234,47 @@ async fn ed25519_login(env: &Env, cluster: &Cluster, primary: &str) -> Result<()
         "server stored {stored:?}, the proxy derives {ours:?}"
     );
 
-    let mut c = backend::connect(&env.primary, ED_USER, ED_PASSWORD.as_bytes(), Some(DATABASE), TIMEOUT)
-        .await
-        .context("ed25519 user connect")?;
+    let mut c = backend::connect(
+        &env.primary,
+        ED_USER,
+        ED_PASSWORD.as_bytes(),
+        Some(DATABASE),
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await
+    .context("ed25519 user connect")?;
     let who = c.query("SELECT CURRENT_USER(), DATABASE()").await?;
     ensure!(
         who.rows == vec![vec![Some(format!("{ED_USER}@%")), Some(DATABASE.to_owned())]],
         "{who:?}"
     );
     c.close().await;
-    let err = backend::connect(&env.primary, ED_USER, b"wrong-ed-pw", None, TIMEOUT)
-        .await
-        .err()
-        .context("ed25519 login with a wrong password succeeded")?;
+    let err = backend::connect(
+        &env.primary,
+        ED_USER,
+        b"wrong-ed-pw",
+        None,
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await
+    .err()
+    .context("ed25519 login with a wrong password succeeded")?;
     ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1045")), "{err:?}");
     Ok(())
 }
 
 async fn queries(env: &Env) -> Result<()> {
-    let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), Some(DATABASE), TIMEOUT).await?;
+    let mut c = backend::connect(
+        &env.primary,
+        USER,
+        PASSWORD.as_bytes(),
+        Some(DATABASE),
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await?;
     let r = c.query("SELECT 1, NULL, 'x'").await?;
     ensure!(r.rows == rows(&[&[Some("1"), None, Some("x")]]), "{r:?}");
 
@@ -247,7 +305,15 @@ async fn queries(env: &Env) -> Result<()> {
 }
 
 async fn reset(env: &Env) -> Result<()> {
-    let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), Some(DATABASE), TIMEOUT).await?;
+    let mut c = backend::connect(
+        &env.primary,
+        USER,
+        PASSWORD.as_bytes(),
+        Some(DATABASE),
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await?;
     let default_mode = one(&c.query("SELECT @@session.sql_mode").await?)?;
     c.query("SET @@session.sql_mode = 'ANSI'; SET @leftover = 42").await?;
     let r = c.query("SELECT @@session.sql_mode, @leftover").await?;
@@ -269,17 +335,39 @@ async fn reset(env: &Env) -> Result<()> {
 }
 
 async fn probe(env: &Env) -> Result<()> {
-    let p = backend::probe(&env.primary, "root", env.root_password.as_bytes(), TIMEOUT).await?;
+    let p = backend::probe(
+        &env.primary,
+        "root",
+        env.root_password.as_bytes(),
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await?;
     ensure!(p.writable, "primary not writable: {p:?}");
     ensure!(p.max_connections == Some(env.max_connections), "{p:?}");
-    let p = backend::probe(&env.replica, "root", env.root_password.as_bytes(), TIMEOUT).await?;
+    let p = backend::probe(
+        &env.replica,
+        "root",
+        env.root_password.as_bytes(),
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await?;
     ensure!(!p.writable, "replica writable: {p:?}");
     ensure!(p.max_connections.is_some(), "{p:?}");
     Ok(())
 }
 
 async fn cancel(env: &Env) -> Result<()> {
-    let mut c = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), None, TIMEOUT).await?;
+    let mut c = backend::connect(
+        &env.primary,
+        USER,
+        PASSWORD.as_bytes(),
+        None,
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await?;
     let target = c.cancel.clone();
     let shown = format!("{target:?}");
     ensure!(!shown.contains(PASSWORD), "Debug shows the password: {shown}");
@@ -318,7 +406,15 @@ async fn cancel(env: &Env) -> Result<()> {
 }
 
 async fn usable(env: &Env) -> Result<()> {
-    let mut victim = backend::connect(&env.primary, USER, PASSWORD.as_bytes(), None, TIMEOUT).await?;
+    let mut victim = backend::connect(
+        &env.primary,
+        USER,
+        PASSWORD.as_bytes(),
+        None,
+        TIMEOUT,
+        &BackendTls::default(),
+    )
+    .await?;
     ensure!(victim.is_usable(), "idle connection reported unusable");
     tokio::time::sleep(Duration::from_millis(200)).await;
     ensure!(victim.is_usable(), "idle connection reported unusable after a pause");

@@ -141,6 +141,21 @@ pub fn startup_message<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>)
     out
 }
 
+/// An SSLRequest packet: what a client sends first to ask for TLS; the
+/// server answers the single byte [`SSL_ACCEPTED`] or [`SSL_REFUSED`]
+/// (protocol docs, "SSL Session Encryption").
+pub fn ssl_request() -> [u8; 8] {
+    let mut out = [0u8; 8];
+    out[..4].copy_from_slice(&8u32.to_be_bytes());
+    out[4..].copy_from_slice(&SSL_REQUEST_CODE.to_be_bytes());
+    out
+}
+
+/// The server's answer to an SSLRequest when it starts TLS.
+pub const SSL_ACCEPTED: u8 = b'S';
+/// The server's answer to an SSLRequest when it has no TLS.
+pub const SSL_REFUSED: u8 = b'N';
+
 /// A CancelRequest packet.
 pub fn cancel_request(pid: u32, secret: u32) -> [u8; 16] {
     let mut out = [0u8; 16];
@@ -177,6 +192,7 @@ mod tests {
         let mut ssl = 8u32.to_be_bytes().to_vec();
         ssl.extend_from_slice(&SSL_REQUEST_CODE.to_be_bytes());
         assert_eq!(parse_startup(&ssl).unwrap().unwrap().0, StartupPacket::SslRequest);
+        assert_eq!(ssl_request().as_slice(), ssl.as_slice());
         let c = cancel_request(7, 9);
         assert_eq!(
             parse_startup(&c).unwrap().unwrap().0,

@@ -288,6 +288,16 @@ impl Cluster {
         self.st.tls.as_ref().map(|f| f.ca.clone())
     }
 
+    /// The client certificate and key (PEM) the CA signed, CN
+    /// [`crate::TLS_CLIENT_CN`], when the cluster was started with
+    /// [`Options::tls`]: what mutual TLS presents.
+    pub fn tls_client(&self) -> Option<(PathBuf, PathBuf)> {
+        self.st
+            .tls
+            .as_ref()
+            .map(|f| (f.client_cert.clone(), f.client_key.clone()))
+    }
+
     /// Path of `DIR/cluster.env`.
     pub fn env_file(&self) -> PathBuf {
         self.st.dir.join(ENV_FILE)

@@ -27,6 +27,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use cluster::Cluster;
+pub use tls::CLIENT_CN as TLS_CLIENT_CN;
 
 /// Which database engine a server runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

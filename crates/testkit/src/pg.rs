@@ -122,9 +122,10 @@ pub(crate) fn write_conf(t: &Tools, s: &Server, max_conn: u32, tls: Option<&File
     if let Some(f) = tls {
         let quoted = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "''"));
         text.push_str(&format!(
-            "ssl = on\nssl_cert_file = {}\nssl_key_file = {}\n",
+            "ssl = on\nssl_cert_file = {}\nssl_key_file = {}\nssl_ca_file = {}\n",
             quoted(&f.cert),
-            quoted(&f.key)
+            quoted(&f.key),
+            quoted(&f.ca)
         ));
     }
     t.write_pg_file(&data_dir(s).join("gatehouse.conf"), &text)

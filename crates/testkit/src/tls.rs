@@ -1,7 +1,9 @@
-//! TLS material for a cluster started with [`crate::Options::tls`]: a CA
-//! and a server certificate signed by it (SANs `127.0.0.1` and
-//! `localhost`), generated once per cluster with rcgen under `DIR/tls/`
-//! and shared by every server of both engines.
+//! TLS material for a cluster started with [`crate::Options::tls`]: a CA,
+//! a server certificate signed by it (SANs `127.0.0.1` and `localhost`)
+//! and a client certificate signed by it (CN [`CLIENT_CN`], for mutual
+//! TLS), generated once per cluster with rcgen under `DIR/tls/` and
+//! shared by every server of both engines (which also trust the CA for
+//! client certificates).
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -12,6 +14,10 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
 use crate::sys::Tools;
 
+/// The common name of the client certificate: the PostgreSQL role that
+/// `cert` authentication logs in as.
+pub const CLIENT_CN: &str = "gatehouse_client";
+
 /// Where a cluster's TLS files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Files {
@@ -21,6 +27,9 @@ pub(crate) struct Files {
     pub cert: PathBuf,
     /// The servers' private key (PEM, mode 0600).
     pub key: PathBuf,
+    /// A client certificate (PEM) and its key, CN [`CLIENT_CN`].
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
 }
 
 impl Files {
@@ -29,6 +38,8 @@ impl Files {
         Files {
             cert: ca.with_file_name("server.pem"),
             key: ca.with_file_name("server.key"),
+            client_cert: ca.with_file_name("client.pem"),
+            client_key: ca.with_file_name("client.key"),
             ca,
         }
     }
@@ -63,7 +74,17 @@ pub(crate) fn generate(t: &Tools, cluster_dir: &Path) -> Result<Files> {
         .signed_by(&key, &ca, &ca_key)
         .context("signing the server certificate")?;
 
+    let mut client_params = CertificateParams::new(Vec::<String>::new())?;
+    client_params.distinguished_name.push(DnType::CommonName, CLIENT_CN);
+    client_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let client_key = KeyPair::generate().context("generating the client key")?;
+    let client = client_params
+        .signed_by(&client_key, &ca, &ca_key)
+        .context("signing the client certificate")?;
+
     write(&files.ca, &ca.pem(), 0o644)?;
+    write(&files.client_cert, &client.pem(), 0o644)?;
+    write(&files.client_key, &client_key.serialize_pem(), 0o600)?;
     write(&files.cert, &cert.pem(), 0o644)?;
     write(&files.key, &key.serialize_pem(), 0o600)?;
     t.give_to_pg(&files.key)?;

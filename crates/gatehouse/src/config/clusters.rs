@@ -9,6 +9,7 @@ use toml::Spanned;
 use super::model::*;
 use super::raw::*;
 use super::validate::*;
+use crate::backend_tls::{BackendTls, BackendTlsError, Source, TlsMode, build};
 
 pub(super) fn clusters(
     cx: &mut Ctx,
@@ -74,6 +75,7 @@ pub(super) fn clusters(
             switchover_command: c.switchover_command.clone(),
             weights: weights(cx, c),
             connect_timeout: c.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            backend_tls: backend_tls(cx, c, engine),
             pool_size,
             borrow_timeout: c.pool.borrow_timeout.unwrap_or(DEFAULT_BORROW_TIMEOUT),
             max_connections_percent: c
@@ -92,6 +94,62 @@ pub(super) fn clusters(
         }));
     }
     out
+}
+
+/// A cluster's `backend_tls` and its files (paths relative to the
+/// configuration file), built and checked now: a CA that cannot be read
+/// is an error of the configuration, not of the first connection.
+fn backend_tls(cx: &mut Ctx, c: &RawCluster, engine: EngineKind) -> BackendTls {
+    let mode = match &c.backend_tls {
+        None => TlsMode::default(),
+        Some(m) => TlsMode::parse(m.get_ref()).unwrap_or_else(|| {
+            cx.at(
+                m,
+                format!(
+                    "unknown backend_tls \"{}\" (expected one of {})",
+                    m.get_ref(),
+                    TlsMode::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                ),
+            );
+            TlsMode::default()
+        }),
+    };
+    let path = |p: &Option<Spanned<String>>| p.as_ref().map(|p| cx.base.join(p.get_ref()));
+    let (ca, cert, key) = (
+        path(&c.backend_tls_ca),
+        path(&c.backend_tls_cert),
+        path(&c.backend_tls_key),
+    );
+    let source = Source {
+        mode,
+        ca: ca.as_deref(),
+        client: cert.as_deref().zip(key.as_deref()),
+        server_name: c.backend_tls_server_name.as_ref().map(|n| n.get_ref().as_str()),
+        alpn: (engine == EngineKind::Postgres).then_some(b"postgresql".as_slice()),
+    };
+    // Where an error points: the first of the keys it can be about.
+    let at = [
+        &c.backend_tls_ca,
+        &c.backend_tls_cert,
+        &c.backend_tls_key,
+        &c.backend_tls_server_name,
+        &c.backend_tls,
+    ]
+    .into_iter()
+    .flatten()
+    .next()
+    .map_or(c.name.span().start, |s| s.span().start);
+    let fail = |cx: &mut Ctx, e: String| cx.at_offset(at, e);
+    if cert.is_some() != key.is_some() {
+        fail(cx, BackendTlsError::HalfPair.to_string());
+    }
+    match build(&source) {
+        Ok(tls) => tls,
+        Err(e) => {
+            fail(cx, e.to_string());
+            BackendTls::default()
+        }
+    }
 }
 
 /// A cluster's `weights`: each names one of its backends, at least 1.

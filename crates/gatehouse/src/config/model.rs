@@ -124,6 +124,8 @@ pub struct ClusterSettings {
     /// of weight 2 takes twice the leases of one of weight 1.
     pub weights: std::collections::BTreeMap<String, u32>,
     pub connect_timeout: Duration,
+    /// TLS toward the backends (`backend_tls` and its files).
+    pub backend_tls: crate::backend_tls::BackendTls,
     /// Backend connections per (backend, backend user, database).
     pub pool_size: u32,
     /// How long a client waits for a backend connection before an error.

@@ -118,6 +118,11 @@ pub struct RawCluster {
     pub weights: Option<Spanned<std::collections::BTreeMap<String, u32>>>,
     #[serde(default, with = "humantime_serde::option")]
     pub connect_timeout: Option<Duration>,
+    pub backend_tls: Option<Spanned<String>>,
+    pub backend_tls_ca: Option<Spanned<String>>,
+    pub backend_tls_cert: Option<Spanned<String>>,
+    pub backend_tls_key: Option<Spanned<String>>,
+    pub backend_tls_server_name: Option<Spanned<String>>,
     #[serde(default)]
     pub pool: RawPool,
 }

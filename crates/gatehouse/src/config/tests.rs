@@ -524,6 +524,7 @@ fn split_endpoints_read_their_writes_unless_told_not_to() {
     );
 }
 
+mod backend_tls;
 mod changes;
 mod console;
 mod rules;

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::backend_tls::BackendTls;
 use crate::config::{EndpointSettings, Secret};
 use crate::core::Core;
 use crate::error::ProxyError;
@@ -65,13 +66,15 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// What a cancel needs to reach the backend running a client's query.
     type CancelTarget: crate::cancel::CancelTarget;
 
-    /// Connects and authenticates to `backend` (`host:port`) as `secret` on `database`.
+    /// Connects and authenticates to `backend` (`host:port`) as `secret` on
+    /// `database`, over TLS as the cluster's `tls` asks.
     fn connect(
         &self,
         backend: &str,
         secret: &Secret,
         database: &str,
         timeout: Duration,
+        tls: &BackendTls,
     ) -> impl Future<Output = Result<Self::Conn, ProxyError>> + Send;
 
     /// Runs the cluster's `init_query` on a new connection.
@@ -91,12 +94,13 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// Cheap check, without I/O waits, that an idle connection is still open.
     fn is_usable(&self, conn: &mut Self::Conn) -> bool;
 
-    /// Asks `backend` its role and limits.
+    /// Asks `backend` its role and limits (over TLS as `tls` asks).
     fn probe(
         &self,
         backend: &str,
         secret: &Secret,
         timeout: Duration,
+        tls: &BackendTls,
     ) -> impl Future<Output = Result<Probe, ProxyError>> + Send;
 
     /// The writer's replication position now, read on `conn` right after

@@ -160,7 +160,13 @@ impl AsyncRead for ClientStream {
         let before = buf.filled().len();
         let read = match &mut this.io {
             Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Io::Tls(s) => {
+                // What an earlier write left in the TLS session (the socket
+                // was full) goes out before the proxy waits for the client:
+                // the end of a reply the client is waiting for.
+                let _ = Pin::new(s.as_mut()).poll_flush(cx);
+                Pin::new(s.as_mut()).poll_read(cx, buf)
+            }
         };
         let n = buf.filled().len() - before;
         if n > 0 {

@@ -136,11 +136,12 @@ impl<E: Engine> Pool<E> {
 
     /// Takes a reloaded cluster's settings: the size applies at once
     /// (shrinking as connections come back), timeouts from the next lease;
-    /// with another `init_query`, connections are replaced as they come back.
+    /// with another `init_query` or backend TLS (a mode, a CA or a client
+    /// certificate), connections are replaced as they come back.
     fn reconfigure(&self, cluster: &Arc<ClusterSettings>) {
         let old = self.cluster.swap(cluster.clone());
         self.permits.resize(cluster.pool_size as usize);
-        if old.init_query != cluster.init_query {
+        if old.init_query != cluster.init_query || old.backend_tls != cluster.backend_tls {
             self.retire();
         }
     }
@@ -286,7 +287,13 @@ impl<E: Engine> Pool<E> {
         let opened = async {
             let mut conn = self
                 .engine
-                .connect(&self.key.backend, &secret, &self.key.database, cluster.connect_timeout)
+                .connect(
+                    &self.key.backend,
+                    &secret,
+                    &self.key.database,
+                    cluster.connect_timeout,
+                    &cluster.backend_tls,
+                )
                 .await?;
             if let Some(sql) = &cluster.init_query {
                 self.engine.initialize(&mut conn, sql).await?;

@@ -39,8 +39,9 @@ pub async fn probe_once<E: Engine>(core: &Core<E>, state: &ClusterState) {
         let engine = core.engine.clone();
         let addr = b.addr.clone();
         let secret = secret.clone();
+        let tls = &cluster.backend_tls;
         async move {
-            match tokio::time::timeout(timeout, engine.probe(&addr, &secret, timeout)).await {
+            match tokio::time::timeout(timeout, engine.probe(&addr, &secret, timeout, tls)).await {
                 Ok(Ok(p)) => Ok(p),
                 Ok(Err(e)) => Err(e.detail.clone().unwrap_or_else(|| e.message.clone())),
                 Err(_) => Err(format!("no answer within {timeout:?}")),

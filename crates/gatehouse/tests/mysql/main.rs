@@ -4,6 +4,7 @@
 //! client, sysbench). Each case is a libtest-mimic trial sharing the cluster.
 
 mod auth;
+mod backend_tls;
 mod console;
 mod differential;
 mod kill;
@@ -488,6 +489,7 @@ fn main() -> ExitCode {
     cases.extend(rules::cases());
     cases.extend(rules_matrix::cases());
     cases.extend(metrics::cases());
+    cases.extend(backend_tls::cases());
     trials::run(cases, setup, teardown)
 }
 

@@ -6,6 +6,7 @@
 mod abuse;
 mod admin;
 mod auth;
+mod backend_tls;
 mod bad_input;
 mod cancel;
 mod chromium;
@@ -544,6 +545,7 @@ fn main() -> ExitCode {
     cases.extend(prepared::cases());
     cases.extend(rules::cases());
     cases.extend(rules_matrix::cases());
+    cases.extend(backend_tls::cases());
     trials::run(cases, setup, teardown)
 }
 

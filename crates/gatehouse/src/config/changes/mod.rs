@@ -54,6 +54,7 @@ pub fn cluster_changes(old: &ClusterSettings, new: &ClusterSettings) -> Vec<&'st
     d.check(old.switchover_command != new.switchover_command, "switchover_command");
     d.check(old.weights != new.weights, "weights");
     d.check(old.connect_timeout != new.connect_timeout, "connect_timeout");
+    d.check(old.backend_tls != new.backend_tls, "backend_tls");
     d.check(old.pool_size != new.pool_size, "pool.size");
     d.check(old.borrow_timeout != new.borrow_timeout, "pool.borrow_timeout");
     d.check(

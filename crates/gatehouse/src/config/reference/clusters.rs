@@ -91,6 +91,46 @@ pub(super) const CLUSTERS: Section = Section {
             about: "Time allowed to open a new backend connection for a pool.",
         },
         Key {
+            name: "backend_tls",
+            kind: "string",
+            default: Some("prefer"),
+            about: "TLS toward the backends (pools, probes, cancels), with libpq's `sslmode` names: \
+                    `\"disable\"`; `\"prefer\"` (TLS when the server offers it, else plain; the certificate \
+                    is not verified); `\"require\"` (TLS or no connection; not verified); `\"verify-ca\"` \
+                    (the chain must lead to `backend_tls_ca`); `\"verify-full\"` (and the certificate must \
+                    name the backend's host, or `backend_tls_server_name`). PostgreSQL: SSLRequest, then \
+                    the handshake; MySQL: the SSL request after the greeting, so `caching_sha2_password` \
+                    needs no RSA key exchange and `mysql_clear_password` is allowed. A refused handshake \
+                    is logged with its reason; the client is told only that the server could not be reached.",
+        },
+        Key {
+            name: "backend_tls_ca",
+            kind: "string",
+            default: None,
+            about: "PEM file of the CA certificates the servers' chains are verified against. Required by \
+                    `\"verify-ca\"` and `\"verify-full\"`. Relative to the configuration file.",
+        },
+        Key {
+            name: "backend_tls_cert",
+            kind: "string",
+            default: None,
+            about: "PEM certificate chain the proxy presents to the servers (mutual TLS), with \
+                    `backend_tls_key`. Relative to the configuration file.",
+        },
+        Key {
+            name: "backend_tls_key",
+            kind: "string",
+            default: None,
+            about: "PEM private key of `backend_tls_cert`.",
+        },
+        Key {
+            name: "backend_tls_server_name",
+            kind: "string",
+            default: None,
+            about: "The name `\"verify-full\"` checks the certificate for, and sends as SNI, instead of the \
+                    backend's host (for servers reached by an address their certificate does not name).",
+        },
+        Key {
             name: "pool",
             kind: "table",
             default: None,

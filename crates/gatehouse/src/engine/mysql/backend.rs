@@ -26,6 +26,7 @@ use tokio::net::TcpStream;
 use zeroize::Zeroizing;
 
 use super::io::{self, IoError};
+use crate::backend_tls::{BackendStream, BackendTls};
 use crate::cancel::CancelFlight;
 use crate::engine::Probe;
 use crate::error::{Condition, ProxyError};
@@ -85,7 +86,7 @@ const WBUF_KEEP: usize = 64 * 1024;
 
 /// An authenticated backend connection.
 pub struct MyConn {
-    pub stream: TcpStream,
+    pub stream: BackendStream,
     /// Bytes read from the server but not yet consumed ([`io::read_packet`]).
     pub rbuf: BytesMut,
     /// The server's id for this connection (the target of `KILL QUERY`).
@@ -133,6 +134,9 @@ pub struct MyCancelTarget {
     connection_id: u32,
     /// The connection's `KILL QUERY`s in flight (shared with it).
     flight: Arc<CancelFlight>,
+    /// The cluster's TLS the connection was opened with (the `KILL`
+    /// connection is opened with it too).
+    tls: BackendTls,
 }
 
 impl crate::cancel::CancelTarget for MyCancelTarget {
@@ -212,9 +216,10 @@ pub async fn connect(
     password: &[u8],
     database: Option<&str>,
     timeout: Duration,
+    tls: &BackendTls,
 ) -> Result<MyConn, ProxyError> {
     let password = Arc::new(Zeroizing::new(password.to_vec()));
-    match tokio::time::timeout(timeout, connect_inner(addr, user, password, database)).await {
+    match tokio::time::timeout(timeout, connect_inner(addr, user, password, database, tls)).await {
         Ok(r) => r,
         Err(_) => Err(io_error(addr, format!("connect timed out after {timeout:?}"))),
     }
@@ -225,11 +230,19 @@ async fn connect_inner(
     user: &str,
     password: Arc<Zeroizing<Vec<u8>>>,
     database: Option<&str>,
+    tls: &BackendTls,
 ) -> Result<MyConn, ProxyError> {
-    let mut stream = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
-    let _ = stream.set_nodelay(true);
+    let tcp = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
+    let _ = tcp.set_nodelay(true);
     let mut rbuf = BytesMut::with_capacity(io::READ_BUFFER);
-    let done = auth::login(&mut stream, &mut rbuf, user, &password, database)
+    let who = auth::Login {
+        addr,
+        tls,
+        user,
+        password: &password,
+        database,
+    };
+    let (stream, done) = auth::login(tcp, &mut rbuf, &who)
         .await
         .map_err(|e| e.into_proxy(addr, user, database))?;
     let connection_id = done.greeting.connection_id;
@@ -252,6 +265,7 @@ async fn connect_inner(
             password,
             connection_id,
             flight: Arc::default(),
+            tls: tls.clone(),
         },
     })
 }
@@ -454,8 +468,7 @@ impl MyConn {
         if !self.rbuf.is_empty() {
             return false;
         }
-        let mut probe = [0u8; 1];
-        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        self.stream.is_usable()
     }
 
     /// Sends COM_QUIT (best effort) and closes the socket, so the server
@@ -481,7 +494,7 @@ pub async fn terminate(target: MyCancelTarget) -> Result<(), ProxyError> {
 
 async fn kill(target: MyCancelTarget, statement: &str) -> Result<(), ProxyError> {
     let work = async {
-        let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None).await?;
+        let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None, &target.tls).await?;
         let r = conn.query_raw(&format!("{statement} {}", target.connection_id)).await?;
         conn.close().await;
         match r {
@@ -497,8 +510,14 @@ async fn kill(target: MyCancelTarget, statement: &str) -> Result<(), ProxyError>
 
 /// Asks the server its role and connection limit: writable unless
 /// `read_only` (replicas) or `innodb_read_only` is on.
-pub async fn probe(addr: &str, user: &str, password: &[u8], timeout: Duration) -> Result<Probe, ProxyError> {
-    let (result, conn) = probe_with(addr, user, password, timeout, false, None).await;
+pub async fn probe(
+    addr: &str,
+    user: &str,
+    password: &[u8],
+    timeout: Duration,
+    tls: &BackendTls,
+) -> Result<Probe, ProxyError> {
+    let (result, conn) = probe_with(addr, user, password, timeout, tls, false, None).await;
     if let Some(c) = conn {
         c.close().await;
     }
@@ -525,15 +544,16 @@ pub async fn probe_with(
     user: &str,
     password: &[u8],
     timeout: Duration,
+    tls: &BackendTls,
     collations: bool,
     cached: Option<MyConn>,
 ) -> (ProbeResult, Option<MyConn>) {
     let work = async {
-        let mut conn = match cached.map(|mut c| (c.is_usable(), c)) {
+        let mut conn = match cached.map(|mut c| (c.cancel.tls == *tls && c.is_usable(), c)) {
             Some((true, c)) => c,
             _ => {
                 let password = Arc::new(Zeroizing::new(password.to_vec()));
-                connect_inner(addr, user, password, None).await?
+                connect_inner(addr, user, password, None, tls).await?
             }
         };
         let result = match conn.query_raw(PROBE_SQL).await? {

@@ -48,6 +48,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use self::backend::{MyCancelTarget, MyConn};
+use crate::backend_tls::BackendTls;
 use crate::config::{Secret, Tenant};
 use crate::core::Core;
 use crate::engine::{ClientConn, Engine, Probe};
@@ -154,9 +155,11 @@ impl Engine for MyEngine {
         secret: &Secret,
         database: &str,
         timeout: Duration,
+        tls: &BackendTls,
     ) -> Result<MyConn, ProxyError> {
         let db = (!database.is_empty()).then_some(database);
-        let conn = backend::connect(backend, &secret.user, secret.password.expose().as_bytes(), db, timeout).await?;
+        let password = secret.password.expose().as_bytes();
+        let conn = backend::connect(backend, &secret.user, password, db, timeout, tls).await?;
         self.learn_version(&conn.server_version);
         Ok(conn)
     }
@@ -175,12 +178,18 @@ impl Engine for MyEngine {
         conn.is_usable()
     }
 
-    async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
+    async fn probe(
+        &self,
+        backend: &str,
+        secret: &Secret,
+        timeout: Duration,
+        tls: &BackendTls,
+    ) -> Result<Probe, ProxyError> {
         let need_collations = self.collations.lock().unwrap_or_else(PoisonError::into_inner).is_none();
         let password = secret.password.expose().as_bytes();
         let cached = self.probes.take(&secret.user, backend);
         let (result, conn) =
-            backend::probe_with(backend, &secret.user, password, timeout, need_collations, cached).await;
+            backend::probe_with(backend, &secret.user, password, timeout, tls, need_collations, cached).await;
         if let Some(conn) = conn {
             self.probes.put(&secret.user, backend, conn);
         }

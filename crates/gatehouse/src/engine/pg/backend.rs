@@ -14,6 +14,8 @@ use gatehouse_proto_pg::{messages, sqlstate, startup};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::backend_tls::stream::host_of;
+use crate::backend_tls::{BackendStream, BackendTls};
 use crate::cancel::CancelFlight;
 use crate::config::Secret;
 use crate::engine::Probe;
@@ -28,7 +30,10 @@ pub(crate) type Rows = Vec<Vec<Option<Vec<u8>>>>;
 
 /// An authenticated PostgreSQL backend connection.
 pub struct PgConn {
-    pub(crate) stream: TcpStream,
+    pub(crate) stream: BackendStream,
+    /// The TLS settings it was opened with (a monitor connection kept
+    /// across a reload that changed them is opened anew).
+    pub(crate) tls: BackendTls,
     /// Bytes read from the server but not yet consumed.
     pub(crate) buf: BytesMut,
     /// The server's current reported parameters (ParameterStatus).
@@ -65,6 +70,8 @@ pub struct PgCancelTarget {
     pub secret: u32,
     /// The connection's cancels in flight (shared with it).
     pub flight: Arc<CancelFlight>,
+    /// A cancel goes over TLS as the connection did.
+    pub tls: BackendTls,
 }
 
 impl PartialEq for PgCancelTarget {
@@ -104,6 +111,7 @@ impl PgConn {
             pid,
             secret,
             flight: self.cancels.clone(),
+            tls: self.tls.clone(),
         })
     }
 
@@ -172,9 +180,15 @@ impl PgConn {
 }
 
 /// Opens and authenticates a backend connection.
-pub async fn connect(addr: &str, secret: &Secret, database: &str, timeout: Duration) -> Result<PgConn, ProxyError> {
+pub async fn connect(
+    addr: &str,
+    secret: &Secret,
+    database: &str,
+    timeout: Duration,
+    tls: &BackendTls,
+) -> Result<PgConn, ProxyError> {
     let work = async {
-        let mut conn = connect_inner(addr, secret, database).await?;
+        let mut conn = connect_inner(addr, secret, database, tls).await?;
         let values = super::tracked::read(&mut conn).await?;
         conn.initial = values.clone();
         conn.tracked = Some(values);
@@ -186,11 +200,39 @@ pub async fn connect(addr: &str, secret: &Secret, database: &str, timeout: Durat
     }
 }
 
-async fn connect_inner(addr: &str, secret: &Secret, database: &str) -> Result<PgConn, ProxyError> {
-    let stream = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
-    let _ = stream.set_nodelay(true);
+/// A connection to `addr`, in TLS as `tls` asks: an SSLRequest first,
+/// then the handshake when the server answers `S`; on `N`, plain for
+/// `prefer` and refused from `require` up.
+async fn open_stream(addr: &str, tls: &BackendTls) -> Result<BackendStream, ProxyError> {
+    let tcp = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
+    let _ = tcp.set_nodelay(true);
+    let mut tcp = tcp;
+    if !tls.mode.asks() {
+        return Ok(BackendStream::Plain(tcp));
+    }
+    tcp.write_all(&startup::ssl_request())
+        .await
+        .map_err(|e| io_error(addr, e))?;
+    // One byte and no more: anything the server sent past it before the
+    // handshake would be plaintext taken as if under TLS (CVE-2021-23222).
+    let mut answer = [0u8; 1];
+    tcp.read_exact(&mut answer).await.map_err(|e| io_error(addr, e))?;
+    match answer[0] {
+        startup::SSL_ACCEPTED => tls
+            .handshake(tcp, host_of(addr))
+            .await
+            .map_err(|e| tls.failure(addr, e)),
+        startup::SSL_REFUSED if !tls.mode.requires() => Ok(BackendStream::Plain(tcp)),
+        startup::SSL_REFUSED => Err(tls.failure(addr, "the server does not accept TLS connections")),
+        other => Err(io_error(addr, format!("unexpected answer 0x{other:02x} to SSLRequest"))),
+    }
+}
+
+async fn connect_inner(addr: &str, secret: &Secret, database: &str, tls: &BackendTls) -> Result<PgConn, ProxyError> {
+    let stream = open_stream(addr, tls).await?;
     let mut conn = PgConn {
         stream,
+        tls: tls.clone(),
         buf: BytesMut::with_capacity(16 * 1024),
         params: Vec::new(),
         key: None,
@@ -264,8 +306,7 @@ pub async fn reset(conn: &mut PgConn) -> Result<(), ProxyError> {
 /// True when an idle connection has neither been closed nor sent anything
 /// unexpected (a server that is shutting down sends a FATAL error first).
 pub fn is_usable(conn: &mut PgConn) -> bool {
-    let mut probe = [0u8; 1];
-    matches!(conn.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    conn.stream.is_usable()
 }
 
 /// Asks the server its role over `cached` (the monitor connection kept from
@@ -285,18 +326,13 @@ pub async fn probe(
     addr: &str,
     secret: &Secret,
     timeout: Duration,
+    tls: &BackendTls,
     cached: Option<PgConn>,
 ) -> (Result<Probe, ProxyError>, Option<PgConn>) {
     let work = async {
-        let mut conn = match cached {
-            Some(mut c) => {
-                if is_usable(&mut c) {
-                    c
-                } else {
-                    connect_inner(addr, secret, "postgres").await?
-                }
-            }
-            None => connect_inner(addr, secret, "postgres").await?,
+        let mut conn = match cached.map(|mut c| (c.tls == *tls && is_usable(&mut c), c)) {
+            Some((true, c)) => c,
+            _ => connect_inner(addr, secret, "postgres", tls).await?,
         };
         let rows = conn.control_query(PROBE_SQL).await?;
         let row = rows.first().ok_or_else(|| io_error(addr, "probe returned no row"))?;
@@ -366,9 +402,7 @@ async fn lsn_of(conn: &mut PgConn, sql: &str) -> Result<Option<crate::engine::po
 /// Sends a CancelRequest for `target` and waits for the server to close.
 pub async fn cancel(target: PgCancelTarget) -> Result<(), ProxyError> {
     let work = async {
-        let mut s = TcpStream::connect(&*target.addr)
-            .await
-            .map_err(|e| io_error(&target.addr, e))?;
+        let mut s = open_stream(&target.addr, &target.tls).await?;
         s.write_all(&startup::cancel_request(target.pid, target.secret))
             .await
             .map_err(|e| io_error(&target.addr, e))?;

@@ -22,6 +22,7 @@ use gatehouse_proto_pg::{messages, sqlstate};
 use tokio::io::AsyncWriteExt;
 
 use self::backend::{PgCancelTarget, PgConn};
+use crate::backend_tls::BackendTls;
 use crate::config::Secret;
 use crate::core::Core;
 use crate::engine::stream::ClientStream;
@@ -50,8 +51,9 @@ impl Engine for PgEngine {
         secret: &Secret,
         database: &str,
         timeout: Duration,
+        tls: &BackendTls,
     ) -> Result<PgConn, ProxyError> {
-        backend::connect(backend, secret, database, timeout).await
+        backend::connect(backend, secret, database, timeout, tls).await
     }
 
     async fn initialize(&self, conn: &mut PgConn, sql: &str) -> Result<(), ProxyError> {
@@ -66,9 +68,15 @@ impl Engine for PgEngine {
         backend::is_usable(conn)
     }
 
-    async fn probe(&self, backend: &str, secret: &Secret, timeout: Duration) -> Result<Probe, ProxyError> {
+    async fn probe(
+        &self,
+        backend: &str,
+        secret: &Secret,
+        timeout: Duration,
+        tls: &BackendTls,
+    ) -> Result<Probe, ProxyError> {
         let cached = self.probes.take(&secret.user, backend);
-        let (result, conn) = backend::probe(backend, secret, timeout, cached).await;
+        let (result, conn) = backend::probe(backend, secret, timeout, tls, cached).await;
         if let Some(conn) = conn {
             self.probes.put(&secret.user, backend, conn);
         }

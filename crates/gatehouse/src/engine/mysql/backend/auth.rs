@@ -7,13 +7,18 @@
 //! * `mysql_native_password` (MariaDB's and MySQL 5.7's default);
 //! * `caching_sha2_password` (MySQL 8's default): the fast path, and the
 //!   full path (the server has not cached the password hash yet, e.g. after
-//!   a restart) over plain TCP with the server's RSA key, requested from the
-//!   server: the password goes RSA-OAEP encrypted, XORed with the nonce;
+//!   a restart): under TLS the password itself, as the protocol has it;
+//!   over plain TCP with the server's RSA key, requested from the server:
+//!   the password goes RSA-OAEP encrypted, XORed with the nonce;
 //! * MariaDB's `client_ed25519`: the nonce signed with the key derived from
-//!   the password.
+//!   the password;
+//! * `mysql_clear_password`, under TLS only: the password is never sent in
+//!   clear text over plain TCP.
 //!
-//! `mysql_clear_password` is refused: the password is never sent in clear
-//! text over plain TCP.
+//! TLS (the cluster's `backend_tls`): when it is asked for and the greeting
+//! offers `CLIENT_SSL`, the SSL request goes first and the handshake
+//! response follows under TLS; a server without TLS is refused when the
+//! mode requires it.
 //!
 //! Reference: MySQL "Connection Phase", "Authentication Method Mismatch",
 //! "Caching_sha2_password information"; MariaDB "Authentication Plugin -
@@ -22,6 +27,7 @@
 use bytes::BytesMut;
 use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, ed25519, native_password, rsa_exchange};
 use gatehouse_proto_mysql::consts::*;
+use gatehouse_proto_mysql::handshake::SslRequest;
 use gatehouse_proto_mysql::handshake::auth_switch::{AUTH_MORE_DATA_HEADER, AUTH_SWITCH_HEADER};
 use gatehouse_proto_mysql::handshake::{AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10};
 use gatehouse_proto_mysql::packets::{ERR_HEADER, ErrPacket, OK_HEADER, OkPacket};
@@ -30,6 +36,8 @@ use tokio::net::TcpStream;
 
 use super::super::RELAY_CAPS;
 use super::super::io::{self, IoError};
+use crate::backend_tls::stream::host_of;
+use crate::backend_tls::{BackendStream, BackendTls, HandshakeError};
 use crate::error::{Condition, ProxyError};
 
 /// Connection-phase packets (greeting, auth switch, auth data, OK/ERR) are
@@ -65,6 +73,10 @@ pub enum LoginError {
     UnsupportedPlugin(String),
     #[error("the server switched authentication plugins twice")]
     SecondSwitch,
+    #[error("backend_tls = \"{0}\": the server does not offer TLS")]
+    NoTls(&'static str),
+    #[error("backend_tls = \"{0}\": {1}")]
+    Tls(&'static str, HandshakeError),
 }
 
 /// What the server told us during a successful connection phase.
@@ -76,23 +88,75 @@ pub struct Established {
     pub status: u16,
 }
 
-/// Runs the connection phase on a fresh socket.
+/// Who logs in where: the backend user, password and database, and the
+/// cluster's TLS toward `addr`.
+pub struct Login<'a> {
+    pub addr: &'a str,
+    pub tls: &'a BackendTls,
+    pub user: &'a str,
+    pub password: &'a [u8],
+    pub database: Option<&'a str>,
+}
+
+/// Runs the connection phase on a fresh socket; gives back the socket,
+/// under TLS when it was started.
 pub async fn login(
-    stream: &mut TcpStream,
+    mut tcp: TcpStream,
     rbuf: &mut BytesMut,
-    user: &str,
-    password: &[u8],
-    database: Option<&str>,
-) -> Result<Established, LoginError> {
-    let first = io::read_packet(stream, rbuf, HANDSHAKE_PACKET_LIMIT).await?;
+    who: &Login<'_>,
+) -> Result<(BackendStream, Established), LoginError> {
+    let first = io::read_packet(&mut tcp, rbuf, HANDSHAKE_PACKET_LIMIT).await?;
     if first.payload.first() == Some(&ERR_HEADER) {
         return Err(LoginError::Server(ErrPacket::decode(&first.payload)?));
     }
     let greeting = HandshakeV10::decode(&first.payload)?;
     let mut caps = RELAY_CAPS & greeting.capabilities;
-    if database.is_none() {
+    if who.database.is_none() {
         caps &= !CLIENT_CONNECT_WITH_DB;
     }
+    let mut seq = first.last_seq.wrapping_add(1);
+    let mode = who.tls.mode;
+    let mut stream = if mode.asks() && greeting.capabilities & CLIENT_SSL != 0 {
+        caps |= CLIENT_SSL;
+        let request = SslRequest {
+            capabilities: caps,
+            max_packet_size: MAX_PACKET_SIZE,
+            charset: CONNECTION_CHARSET,
+            mariadb_ext_caps: 0,
+        };
+        let mut out = BytesMut::new();
+        request.encode(&mut out);
+        seq = io::write_packet(&mut tcp, seq, &out).await.map_err(IoError::from)?;
+        if !rbuf.is_empty() {
+            // Bytes past the greeting, before the handshake: they would be
+            // read as if they had come under TLS.
+            return Err(LoginError::Unexpected(rbuf[0]));
+        }
+        who.tls
+            .handshake(tcp, host_of(who.addr))
+            .await
+            .map_err(|e| LoginError::Tls(mode.as_str(), e))?
+    } else if mode.requires() {
+        return Err(LoginError::NoTls(mode.as_str()));
+    } else {
+        BackendStream::Plain(tcp)
+    };
+    let established = authenticate(&mut stream, rbuf, greeting, caps, seq, who).await?;
+    Ok((stream, established))
+}
+
+/// The handshake response (with sequence id `seq`) and the exchanges after
+/// it, up to the server's OK.
+async fn authenticate(
+    stream: &mut BackendStream,
+    rbuf: &mut BytesMut,
+    greeting: HandshakeV10,
+    caps: u32,
+    seq: u8,
+    who: &Login<'_>,
+) -> Result<Established, LoginError> {
+    let secure = stream.is_tls();
+    let (user, password, database) = (who.user, who.password, who.database);
     let mut plugin = match greeting.auth_plugin.as_str() {
         CACHING_SHA2_PASSWORD => CACHING_SHA2_PASSWORD,
         // Unknown or absent default: answer for native; the server switches
@@ -113,9 +177,7 @@ pub async fn login(
     };
     let mut out = BytesMut::new();
     response.encode(&mut out);
-    io::write_packet(stream, first.last_seq.wrapping_add(1), &out)
-        .await
-        .map_err(IoError::from)?;
+    io::write_packet(stream, seq, &out).await.map_err(IoError::from)?;
     let mut switched = false;
     // The nonce the current plugin answers (the greeting's, or a switch's).
     let mut nonce = greeting.scramble.to_vec();
@@ -157,6 +219,10 @@ pub async fn login(
                         nonce = n.to_vec();
                         scramble(plugin, password, &n)?
                     }
+                    CLEAR_PASSWORD if secure => {
+                        plugin = CLEAR_PASSWORD;
+                        nul_terminated(password)
+                    }
                     CLEAR_PASSWORD => return Err(LoginError::ClearText),
                     other => return Err(LoginError::UnsupportedPlugin(other.to_owned())),
                 };
@@ -168,6 +234,11 @@ pub async fn login(
                 let more = AuthMoreData::decode(&p.payload)?;
                 let answer = match more.data.as_slice() {
                     [caching_sha2::FAST_AUTH_SUCCESS] => continue,
+                    // Under TLS the full path takes the password itself.
+                    [caching_sha2::PERFORM_FULL_AUTH] if secure && !sent_encrypted => {
+                        sent_encrypted = true;
+                        nul_terminated(password)
+                    }
                     [caching_sha2::PERFORM_FULL_AUTH] if !asked_for_key => {
                         asked_for_key = true;
                         vec![caching_sha2::REQUEST_PUBLIC_KEY]
@@ -185,6 +256,14 @@ pub async fn login(
             other => return Err(LoginError::Unexpected(other)),
         }
     }
+}
+
+/// The password as the clear-text exchanges send it.
+fn nul_terminated(password: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(password.len() + 1);
+    out.extend_from_slice(password);
+    out.push(0);
+    out
 }
 
 /// The auth response `plugin` computes from `password` and `nonce`.
@@ -220,6 +299,14 @@ impl LoginError {
                     || e.code == errors::ER_ACCESS_DENIED_NO_PASSWORD_ERROR.code =>
             {
                 refused(user)
+            }
+            LoginError::NoTls(_) | LoginError::Tls(..) => {
+                let mut e = ProxyError::new(
+                    Condition::BackendUnavailable,
+                    "could not connect to the database server",
+                );
+                e.retry_safe = false;
+                e
             }
             LoginError::ClearText
             | LoginError::Rsa(_)

@@ -1,0 +1,388 @@
+//! TLS toward the database servers, for both engines: a cluster's
+//! `backend_tls` mode (libpq's `sslmode` names and meanings), the rustls
+//! client configuration built from its CA file, optional client
+//! certificate (mutual TLS) and server name, and the handshake on a
+//! backend socket ([`stream`]). Each engine asks for TLS in its own way
+//! first (PostgreSQL's SSLRequest, MySQL's SSL request after the greeting)
+//! and then hands the socket to [`BackendTls::handshake`].
+//!
+//! The modes:
+//! * `disable`: never;
+//! * `prefer` (the default): TLS when the server offers it, plain when it
+//!   does not; the certificate is not verified (it protects against
+//!   listening, not against an impostor);
+//! * `require`: TLS or no connection; the certificate is not verified;
+//! * `verify-ca`: TLS, and the server's chain must lead to the CA file;
+//! * `verify-full`: `verify-ca`, and the certificate must name the host
+//!   (the backend's host, or `backend_tls_server_name`).
+
+pub mod stream;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ClientConfig, WebPkiServerVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use sha2::{Digest, Sha256};
+
+pub use stream::{BackendStream, HandshakeError};
+
+/// A cluster's `backend_tls`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    Disable,
+    #[default]
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl TlsMode {
+    /// Every mode, as configured.
+    pub const NAMES: [&'static str; 5] = ["disable", "prefer", "require", "verify-ca", "verify-full"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "disable" => Self::Disable,
+            "prefer" => Self::Prefer,
+            "require" => Self::Require,
+            "verify-ca" => Self::VerifyCa,
+            "verify-full" => Self::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Prefer => "prefer",
+            Self::Require => "require",
+            Self::VerifyCa => "verify-ca",
+            Self::VerifyFull => "verify-full",
+        }
+    }
+
+    /// Whether TLS is asked for at all.
+    pub fn asks(self) -> bool {
+        self != Self::Disable
+    }
+
+    /// Whether a server without TLS is refused.
+    pub fn requires(self) -> bool {
+        matches!(self, Self::Require | Self::VerifyCa | Self::VerifyFull)
+    }
+
+    /// Whether the server's certificate is checked against the CA.
+    pub fn verifies(self) -> bool {
+        matches!(self, Self::VerifyCa | Self::VerifyFull)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendTlsError {
+    #[error("backend_tls = \"{0}\" needs backend_tls_ca (the CA that signed the servers' certificates)")]
+    NeedsCa(&'static str),
+    #[error("cannot read {what} {path}: {reason}")]
+    Read {
+        what: &'static str,
+        path: String,
+        reason: String,
+    },
+    #[error("{path} holds no certificate")]
+    Empty { path: String },
+    #[error("backend_tls_cert and backend_tls_key go together (mutual TLS needs both)")]
+    HalfPair,
+    #[error("backend_tls_server_name \"{0}\" is neither a DNS name nor an IP address")]
+    ServerName(String),
+    #[error("the backend TLS configuration is not valid: {0}")]
+    Config(String),
+}
+
+/// What a cluster's backend TLS is built from (paths already resolved).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Source<'a> {
+    pub mode: TlsMode,
+    pub ca: Option<&'a Path>,
+    /// The client certificate chain and its key, for mutual TLS.
+    pub client: Option<(&'a Path, &'a Path)>,
+    /// The name the certificate is checked against and sent as SNI,
+    /// instead of the backend's host.
+    pub server_name: Option<&'a str>,
+    /// ALPN protocol offered (PostgreSQL 17+ checks `postgresql` when
+    /// one is offered; earlier servers ignore it).
+    pub alpn: Option<&'a [u8]>,
+}
+
+/// A cluster's backend TLS, ready for handshakes. Two are equal when they
+/// were built from the same mode, server name and file contents, so a
+/// reload tells a rotated CA or client certificate from an unchanged one.
+#[derive(Clone)]
+pub struct BackendTls {
+    pub mode: TlsMode,
+    connector: Option<tokio_rustls::TlsConnector>,
+    server_name: Option<ServerName<'static>>,
+    /// SHA-256 over the mode, the server name and every file's bytes.
+    identity: [u8; 32],
+}
+
+impl PartialEq for BackendTls {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity == other.identity
+    }
+}
+
+impl std::fmt::Debug for BackendTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendTls")
+            .field("mode", &self.mode.as_str())
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for BackendTls {
+    /// `prefer`, with nothing to verify against.
+    fn default() -> Self {
+        build(&Source::default()).unwrap_or_else(|_| Self {
+            mode: TlsMode::Disable,
+            connector: None,
+            server_name: None,
+            identity: [0; 32],
+        })
+    }
+}
+
+impl BackendTls {
+    /// The name a handshake with `host` verifies and sends: the configured
+    /// server name, or the host itself (an IP address is sent as no SNI).
+    fn name_for(&self, host: &str) -> Result<ServerName<'static>, HandshakeError> {
+        if let Some(n) = &self.server_name {
+            return Ok(n.clone());
+        }
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        ServerName::try_from(host.to_owned()).map_err(|_| HandshakeError::Name(host.to_owned()))
+    }
+}
+
+/// Reads a PEM file whole (its bytes go into the identity too).
+fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, BackendTlsError> {
+    std::fs::read(path).map_err(|e| BackendTlsError::Read {
+        what,
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn certificates(what: &'static str, path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, BackendTlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| BackendTlsError::Read {
+            what,
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    if certs.is_empty() {
+        return Err(BackendTlsError::Empty {
+            path: path.display().to_string(),
+        });
+    }
+    Ok(certs)
+}
+
+/// Builds a cluster's backend TLS from `source`, reading its files.
+pub fn build(source: &Source<'_>) -> Result<BackendTls, BackendTlsError> {
+    let mut identity = Sha256::new();
+    let mut put = |bytes: &[u8]| {
+        identity.update((bytes.len() as u64).to_be_bytes());
+        identity.update(bytes);
+    };
+    put(source.mode.as_str().as_bytes());
+    put(source.server_name.unwrap_or_default().as_bytes());
+    put(source.alpn.unwrap_or_default());
+    let server_name = source
+        .server_name
+        .map(|n| ServerName::try_from(n.to_owned()).map_err(|_| BackendTlsError::ServerName(n.to_owned())))
+        .transpose()?;
+    let ca = match source.ca {
+        Some(path) => {
+            let pem = read("backend_tls_ca", path)?;
+            put(&pem);
+            Some(certificates("backend_tls_ca", path, &pem)?)
+        }
+        None if source.mode.verifies() => return Err(BackendTlsError::NeedsCa(source.mode.as_str())),
+        None => None,
+    };
+    let client = match source.client {
+        Some((cert, key)) => {
+            let cert_pem = read("backend_tls_cert", cert)?;
+            let key_pem = read("backend_tls_key", key)?;
+            put(&cert_pem);
+            put(&key_pem);
+            let chain = certificates("backend_tls_cert", cert, &cert_pem)?;
+            let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| BackendTlsError::Read {
+                what: "backend_tls_key",
+                path: key.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            Some((chain, key))
+        }
+        None => None,
+    };
+    let identity = identity.finalize().into();
+    if !source.mode.asks() {
+        return Ok(BackendTls {
+            mode: source.mode,
+            connector: None,
+            server_name,
+            identity,
+        });
+    }
+    let config = client_config(source.mode, ca, client)?;
+    let mut config = config;
+    if let Some(alpn) = source.alpn {
+        config.alpn_protocols = vec![alpn.to_vec()];
+    }
+    Ok(BackendTls {
+        mode: source.mode,
+        connector: Some(tokio_rustls::TlsConnector::from(Arc::new(config))),
+        server_name,
+        identity,
+    })
+}
+
+type ClientPair = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+fn client_config(
+    mode: TlsMode,
+    ca: Option<Vec<CertificateDer<'static>>>,
+    client: Option<ClientPair>,
+) -> Result<ClientConfig, BackendTlsError> {
+    let config_err = |e: rustls::Error| BackendTlsError::Config(e.to_string());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(config_err)?;
+    let verifier: Arc<dyn ServerCertVerifier> = if mode.verifies() {
+        let mut roots = RootCertStore::empty();
+        for cert in ca.into_iter().flatten() {
+            roots.add(cert).map_err(config_err)?;
+        }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| BackendTlsError::Config(e.to_string()))?;
+        if mode == TlsMode::VerifyFull {
+            webpki
+        } else {
+            Arc::new(ChainOnly { webpki })
+        }
+    } else {
+        Arc::new(Unverified { provider })
+    };
+    let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
+    match client {
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(config_err),
+        None => Ok(builder.with_no_client_auth()),
+    }
+}
+
+/// `prefer` and `require`: any certificate is taken (as libpq takes it in
+/// these modes), but the handshake's signatures are still checked, so the
+/// session is with whoever holds that certificate's key.
+#[derive(Debug)]
+struct Unverified {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain must lead to the CA (the web PKI verifier's
+/// checks, in its order: chain, validity, then name); only a certificate
+/// that names another host is taken.
+#[derive(Debug)]
+struct ChainOnly {
+    webpki: Arc<WebPkiServerVerifier>,
+}
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .webpki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+//! A backend connection's socket, plain TCP or TLS, behind one
+//! `AsyncRead + AsyncWrite` type so the engines' drivers and relays do not
+//! care which; and the TLS handshake that turns one into the other.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use super::BackendTls;
+use crate::error::{Condition, ProxyError};
+
+/// Why a TLS handshake with a server failed. Its text is for the log (a
+/// client is told only that the server could not be reached).
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    #[error("backend_tls = \"disable\" has no TLS to start")]
+    Disabled,
+    #[error("\"{0}\" cannot be checked against a certificate (not a DNS name or IP address)")]
+    Name(String),
+    #[error("TLS handshake with the server failed: {0}")]
+    Tls(io::Error),
+}
+
+pub enum BackendStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl BackendStream {
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Self::Tls(_))
+    }
+
+    /// Without waiting: false when the server closed the connection or sent
+    /// something unsolicited (a server going away sends an error first).
+    /// Under TLS a record the session keeps for itself (a TLS 1.3 session
+    /// ticket) is taken in and is not "something sent".
+    pub fn is_usable(&mut self) -> bool {
+        match self {
+            Self::Plain(s) => {
+                let mut probe = [0u8; 1];
+                matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            }
+            Self::Tls(s) => {
+                let mut probe = [0u8; 1];
+                let mut buf = ReadBuf::new(&mut probe);
+                let mut cx = Context::from_waker(Waker::noop());
+                matches!(Pin::new(s.as_mut()).poll_read(&mut cx, &mut buf), Poll::Pending)
+            }
+        }
+    }
+}
+
+impl BackendTls {
+    /// Runs the TLS handshake on `tcp`, a connection to `host` whose server
+    /// has agreed to TLS (after the engine's own request for it).
+    pub async fn handshake(&self, tcp: TcpStream, host: &str) -> Result<BackendStream, HandshakeError> {
+        let connector = self.connector.as_ref().ok_or(HandshakeError::Disabled)?;
+        let name = self.name_for(host)?;
+        let tls = connector.connect(name, tcp).await.map_err(HandshakeError::Tls)?;
+        Ok(BackendStream::Tls(Box::new(tls)))
+    }
+}
+
+impl BackendTls {
+    /// A connection that failed for TLS (a handshake refused, a server
+    /// without TLS where it is required): the client hears only that the
+    /// server could not be reached; the log gets the mode and the reason.
+    /// Retrying does not help: the same settings meet the same server.
+    pub fn failure(&self, addr: &str, e: impl std::fmt::Display) -> ProxyError {
+        let mut err = ProxyError::new(
+            Condition::BackendUnavailable,
+            "could not connect to the database server",
+        )
+        .with_detail(format!("{addr}: backend_tls = \"{}\": {e}", self.mode.as_str()));
+        err.retry_safe = false;
+        err
+    }
+}
+
+/// The host part of `host:port` (an IPv6 address keeps no brackets).
+pub fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+impl AsyncRead for BackendStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => {
+                // A TLS write can return with the end of its records still
+                // in the session (the socket was full): the request the
+                // proxy now waits for an answer to. Every read sends them
+                // first, so no wait for a reply starts with part of the
+                // request unsent.
+                let _ = Pin::new(s.as_mut()).poll_flush(cx);
+                Pin::new(s.as_mut()).poll_read(cx, buf)
+            }
+        }
+    }
+}
+
+impl AsyncWrite for BackendStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Self::Plain(s) => s.is_write_vectored(),
+            Self::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
