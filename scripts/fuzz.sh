@@ -5,7 +5,12 @@
 # on stable instead (crates/fuzz-harness/tests/fuzz_corpus.rs).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   FUZZ_RUNS=10000000 scripts/fuzz.sh 1800   # each: 10 M executions or 30 min
 #
+# FUZZ_RUNS stops a target after that many executions (whichever of it and
+# SECONDS comes first). The summary gives each target's executions, its
+# rate, and how long it would take to reach FUZZ_RUNS (or 10 M) at that
+# rate: the bound this machine puts on a target that did not get there.
 # Each run starts from the committed seeds (fuzz/corpus/TARGET) and grows
 # a local corpus in fuzz/corpus-gen/TARGET (ignored by git), so later runs
 # go on from where earlier ones stopped. A crashing input lands in
@@ -47,17 +52,20 @@ log "building ${#targets[@]} targets"
 (cd fuzz && nice cargo +nightly fuzz build)
 
 failed=()
-printf '%-24s %8s %12s %8s\n' target seconds executions edges >"$logs/summary.txt"
+want=${FUZZ_RUNS:-10000000}
+printf '%-24s %8s %12s %10s %8s %12s\n' target seconds executions "execs/s" edges "s for $want" >"$logs/summary.txt"
 for t in "${targets[@]}"; do
   log "$t: ${seconds}s"
   mkdir -p "fuzz/corpus-gen/$t"
   status=0
   # New inputs go to the first corpus directory, never to the committed one.
   (cd fuzz && nice cargo +nightly fuzz run "$t" "$root/fuzz/corpus-gen/$t" "$root/fuzz/corpus/$t" -- \
-    -max_total_time="$seconds" -timeout=10 -print_final_stats=1) >"$logs/$t.log" 2>&1 || status=$?
+    -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -timeout=10 -print_final_stats=1) >"$logs/$t.log" 2>&1 || status=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
+  took=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$logs/$t.log" | tail -1)
   edges=$(grep -o 'cov: [0-9]*' "$logs/$t.log" | tail -1 | cut -d' ' -f2)
-  printf '%-24s %8s %12s %8s\n' "$t" "$seconds" "${runs:-?}" "${edges:-?}" >>"$logs/summary.txt"
+  need=$(awk -v r="${took:-0}" -v want="$want" 'BEGIN { if (r > 0) printf "%.0f", want / r; else print "?" }')
+  printf '%-24s %8s %12s %10s %8s %12s\n' "$t" "$seconds" "${runs:-?}" "${took:-?}" "${edges:-?}" "$need" >>"$logs/summary.txt"
   if ((status != 0)); then
     failed+=("$t")
     grep -E 'panicked at|ERROR: libFuzzer|SUMMARY|Test unit written to' "$logs/$t.log" >&2 || tail -20 "$logs/$t.log" >&2
