@@ -1,6 +1,7 @@
 //! The console's `SHOW` tables of topology and pools: `POOLS`, `CLIENTS`,
 //! `SERVERS`, `BACKENDS`, `CLUSTERS` and `ENDPOINTS`, from every core's
-//! snapshot, client list and running settings.
+//! snapshot, client list (each client's cluster and backend user as it
+//! logged in) and running settings.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,28 +14,6 @@ use crate::endpoints::Endpoints;
 use super::{micros, secs, timestamp};
 
 use ColumnType::{Integer as I, Real as R, Text as T};
-
-/// What a client's endpoint routes to, and its backend user.
-struct Routing {
-    cluster: BTreeMap<String, String>,
-    user: BTreeMap<String, String>,
-}
-
-fn routing(core: &dyn CoreView) -> Routing {
-    let s = core.settings_now();
-    Routing {
-        cluster: s
-            .endpoints
-            .iter()
-            .map(|e| (e.name.clone(), e.cluster.name.clone()))
-            .collect(),
-        user: s
-            .tenants
-            .iter()
-            .map(|(n, t)| (n.clone(), t.secret.user.clone()))
-            .collect(),
-    }
-}
 
 #[derive(Default)]
 struct PoolRow {
@@ -76,16 +55,12 @@ pub fn pools(cores: &[Arc<dyn CoreView>]) -> Table {
             row.sv_idle += p.idle;
             row.sv_open += p.open;
         }
-        let routing = routing(core.as_ref());
         for c in core.clients() {
-            if c.info.console {
-                continue;
-            }
-            let Some(cluster) = routing.cluster.get(c.info.endpoint.as_ref()) else {
-                continue;
-            };
-            let user = routing.user.get(c.info.tenant.as_ref()).cloned().unwrap_or_default();
-            let row = rows.entry((cluster.clone(), c.info.database(), user)).or_default();
+            // A console session has no pool.
+            let Some(route) = &c.info.route else { continue };
+            let row = rows
+                .entry((route.cluster.to_string(), c.info.database(), route.user.to_string()))
+                .or_default();
             match c.state {
                 crate::cancel::ClientState::Active => row.cl_active += 1,
                 crate::cancel::ClientState::Waiting => {
@@ -198,14 +173,14 @@ pub fn servers(cores: &[Arc<dyn CoreView>]) -> Table {
                 Cell::Null,
             ]);
         }
-        let routing = routing(core.as_ref());
         for c in core.clients() {
             let Some((backend, pid)) = c.server else { continue };
+            let route = c.info.route.as_ref();
             t.push(vec![
                 core.engine_name().into(),
-                routing.cluster.get(c.info.endpoint.as_ref()).cloned().into(),
+                route.map(|r| r.cluster.to_string()).into(),
                 backend.into(),
-                routing.user.get(c.info.tenant.as_ref()).cloned().into(),
+                route.map(|r| r.user.to_string()).into(),
                 c.info.database().into(),
                 "active".into(),
                 pid.into(),
