@@ -156,19 +156,31 @@ impl Inspector {
 
     /// Logs the session's login (its end is logged when it is dropped),
     /// and describes the session in its cancel registry (the console's
-    /// list of clients).
-    pub fn logged_in<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>) {
-        self.login(tls, key, false);
+    /// list of clients), with the cluster and backend user of `pool`, the
+    /// pool it logged in to.
+    pub fn logged_in<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>, pool: &crate::pool::PoolKey) {
+        let route = crate::cancel::Route {
+            cluster: Arc::from(pool.cluster.as_str()),
+            user: Arc::from(pool.user.as_str()),
+        };
+        self.login(tls, key, false, Some(route));
     }
 
     /// [`Self::logged_in`] for a session of the admin console.
     pub fn logged_in_console<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>) {
-        self.login(tls, key, true);
+        self.login(tls, key, true, None);
     }
 
-    fn login<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>, console: bool) {
+    fn login<T>(
+        &mut self,
+        tls: bool,
+        key: &crate::cancel::CancelKey<T>,
+        console: bool,
+        route: Option<crate::cancel::Route>,
+    ) {
         let mut info = crate::cancel::ClientInfo::new(&self.tenant, &self.database, &self.endpoint, self.client, tls);
         info.console = console;
+        info.route = route;
         let info = Arc::new(info);
         key.describe(info.clone());
         self.info = Some(info);

@@ -15,7 +15,7 @@ mod binary;
 use std::process::Stdio;
 use std::time::Duration;
 
-use binary::{TempDir, free_port, gatehouse, hash};
+use binary::{TempDir, TwoEngines, free_port, gatehouse, hash};
 
 use anyhow::{Context, Result, ensure};
 use gatehouse_testkit::{Cluster, Options};
@@ -46,70 +46,16 @@ fn each_session_logs_its_login_and_its_end_with_leases_and_pin_reason_on_both_en
     let pg = cluster.pg_primary().context("no PostgreSQL")?;
     let my = cluster.mysql_primary().context("no MariaDB")?;
     let (pg_port, my_port) = (free_port()?, free_port()?);
-    let config = format!(
-        r#"[proxy]
-log_format = "json"
-log_filter = "info"
-
-[[clusters]]
-name = "pgc"
-engine = "postgres"
-backends = ["{pg}"]
-
-[[clusters]]
-name = "myc"
-engine = "mysql"
-backends = ["{my}"]
-
-[[endpoints]]
-name = "pg_rw"
-listen = "127.0.0.1:{pg_port}"
-cluster = "pgc"
-role = "read_write"
-
-[[endpoints]]
-name = "my_rw"
-listen = "127.0.0.1:{my_port}"
-cluster = "myc"
-role = "read_write"
-
-[[tenants]]
-name = "pgapp"
-databases = ["postgres"]
-secret = "pg_super"
-scram_verifier = "{pg_verifier}"
-
-[[tenants]]
-name = "myapp"
-databases = ["mysql"]
-secret = "my_super"
-mysql_native_password = "{my_hash}"
-
-[[tenants]]
-name = "myother"
-databases = ["mysql"]
-secret = "my_super"
-mysql_native_password = "{my_hash}"
-
-[[secrets]]
-name = "pg_super"
-user = "{pg_user}"
-password = "{pg_password}"
-
-[[secrets]]
-name = "my_super"
-user = "{my_user}"
-password = "{my_password}"
-"#,
-        pg = pg.addr(),
-        my = my.addr(),
-        pg_verifier = hash("pg-app-pw", &[])?,
-        my_hash = hash("my-app-pw", &["--mysql"])?,
-        pg_user = cluster.pg_user(),
-        pg_password = cluster.pg_password(),
-        my_user = cluster.mysql_user(),
-        my_password = cluster.mysql_password(),
-    );
+    let my_hash = hash("my-app-pw", &["--mysql"])?;
+    let config = TwoEngines::new(&cluster, "[proxy]\nlog_format = \"json\"\nlog_filter = \"info\"\n")
+        .cluster("pgc", "postgres", &pg.addr(), "")
+        .cluster("myc", "mysql", &my.addr(), "")
+        .endpoint("pg_rw", &format!("127.0.0.1:{pg_port}"), "pgc")
+        .endpoint("my_rw", &format!("127.0.0.1:{my_port}"), "myc")
+        .pg_tenant("pgapp", &hash("pg-app-pw", &[])?)
+        .my_tenant("myapp", &my_hash)
+        .my_tenant("myother", &my_hash)
+        .text();
     let path = dir.0.join("gatehouse.toml");
     std::fs::write(&path, config)?;
     let log_path = dir.0.join("gatehouse.log");

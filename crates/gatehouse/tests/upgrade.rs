@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use binary::{TempDir, free_port, hash};
+use binary::{TempDir, TwoEngines, free_port, hash};
 
 use anyhow::{Context, Result, bail, ensure};
 use gatehouse_testkit::{Cluster, Options};
@@ -133,7 +133,7 @@ fn upgrade_swaps_the_binary_under_load_with_no_client_error() -> Result<()> {
     let pg = cluster.pg_primary().context("no PostgreSQL")?;
     let my = cluster.mysql_primary().context("no MariaDB")?;
     let (pg_port, my_port, admin_port) = (free_port()?, free_port()?, free_port()?);
-    let config = format!(
+    let head = format!(
         r#"[proxy]
 log_format = "json"
 log_filter = "info"
@@ -142,60 +142,16 @@ shutdown_timeout = "30s"
 
 [admin]
 listen = "127.0.0.1:{admin_port}"
-
-[[clusters]]
-name = "pgc"
-engine = "postgres"
-backends = ["{pg}"]
-
-[[clusters]]
-name = "myc"
-engine = "mysql"
-backends = ["{my}"]
-
-[[endpoints]]
-name = "pg_rw"
-listen = "127.0.0.1:{pg_port}"
-cluster = "pgc"
-role = "read_write"
-
-[[endpoints]]
-name = "my_rw"
-listen = "127.0.0.1:{my_port}"
-cluster = "myc"
-role = "read_write"
-
-[[tenants]]
-name = "app"
-databases = ["postgres"]
-secret = "pg_super"
-scram_verifier = "{pg_verifier}"
-
-[[tenants]]
-name = "myapp"
-databases = ["mysql"]
-secret = "my_super"
-mysql_native_password = "{my_hash}"
-
-[[secrets]]
-name = "pg_super"
-user = "{pg_user}"
-password = "{pg_password}"
-
-[[secrets]]
-name = "my_super"
-user = "{my_user}"
-password = "{my_password}"
-"#,
-        pg = pg.addr(),
-        my = my.addr(),
-        pg_verifier = hash("app-pw", &[])?,
-        my_hash = hash("app-pw", &["--mysql"])?,
-        pg_user = cluster.pg_user(),
-        pg_password = cluster.pg_password(),
-        my_user = cluster.mysql_user(),
-        my_password = cluster.mysql_password(),
+"#
     );
+    let config = TwoEngines::new(&cluster, &head)
+        .cluster("pgc", "postgres", &pg.addr(), "")
+        .cluster("myc", "mysql", &my.addr(), "")
+        .endpoint("pg_rw", &format!("127.0.0.1:{pg_port}"), "pgc")
+        .endpoint("my_rw", &format!("127.0.0.1:{my_port}"), "myc")
+        .pg_tenant("app", &hash("app-pw", &[])?)
+        .my_tenant("myapp", &hash("app-pw", &["--mysql"])?)
+        .text();
     let path = dir.0.join("gatehouse.toml");
     std::fs::write(&path, config)?;
     // The "new version": a copy of the binary at another path.

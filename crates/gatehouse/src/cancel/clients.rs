@@ -1,10 +1,10 @@
 //! The registry as the list of clients the console's `SHOW CLIENTS` and
 //! `KILL` work on: each logged-in session describes itself once
 //! ([`CancelKey::describe`]: tenant, database, endpoint, address, TLS,
-//! when), marks why it was pinned, and its slot tells what it does now
-//! (running on a backend, waiting for one, idle, parked). Nothing here is
-//! on a statement's path: a snapshot is taken under the registry's lock
-//! when asked for.
+//! when, the cluster and backend user of its pool), marks why it was
+//! pinned, and its slot tells what it does now (running on a backend,
+//! waiting for one, idle, parked). Nothing here is on a statement's path:
+//! a snapshot is taken under the registry's lock when asked for.
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
@@ -24,6 +24,9 @@ pub struct ClientInfo {
     pub tls: bool,
     /// A console session, not a pooled one.
     pub console: bool,
+    /// The cluster and backend user of the pool it logged in to (none on
+    /// a console session).
+    pub route: Option<Route>,
     pub since: Instant,
     pub connected_at: SystemTime,
     /// Why the session is pinned to its backend connection now (the first
@@ -40,6 +43,7 @@ impl ClientInfo {
             addr,
             tls,
             console: false,
+            route: None,
             since: Instant::now(),
             connected_at: SystemTime::now(),
             pin: Mutex::new(None),
@@ -71,6 +75,14 @@ impl ClientInfo {
     pub fn set_database(&self, database: &str) {
         database.clone_into(&mut self.database.lock().unwrap_or_else(PoisonError::into_inner));
     }
+}
+
+/// Where a pooled session's backend connections come from: its endpoint's
+/// cluster and the user they log in as (its tenant's secret).
+#[derive(Debug)]
+pub struct Route {
+    pub cluster: Arc<str>,
+    pub user: Arc<str>,
 }
 
 /// What a session does now.

@@ -39,7 +39,7 @@ use futures_util::task::AtomicWaker;
 
 mod clients;
 mod flight;
-pub use clients::{ClientInfo, ClientRow, ClientState};
+pub use clients::{ClientInfo, ClientRow, ClientState, Route};
 pub use flight::{CANCEL_SETTLE_LIMIT, CancelFlight, CancelTarget, Claimed, InFlight, LeaseWait};
 
 use subtle::ConstantTimeEq;

@@ -10,16 +10,21 @@
 //! proxy serves new clients afterwards.
 
 mod cases;
+// The proxy runs in-process here: of the binary's helpers, the cases take
+// `hash-password` and the configuration.
+#[allow(dead_code)]
+#[path = "../common/binary.rs"]
+mod binary;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
+use binary::{TwoEngines, hash};
 use gatehouse_testkit::faults::FaultRelay;
 use gatehouse_testkit::{Cluster, Options, trials};
 use mysql_async::prelude::Queryable;
@@ -33,19 +38,6 @@ pub struct Ctx {
     pub root: PathBuf,
     pg_verifier: String,
     my_hash: String,
-}
-
-fn hash(password: &str, extra: &[&str]) -> Result<String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .arg("hash-password")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    child.stdin.take().context("stdin")?.write_all(password.as_bytes())?;
-    let out = child.wait_with_output()?;
-    ensure!(out.status.success(), "hash-password failed");
-    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
 }
 
 fn setup() -> Result<Arc<Ctx>> {
@@ -96,50 +88,23 @@ impl Proxy {
         let my = ctx.cluster.mysql_primary().context("no MariaDB")?;
         let pg_relay = FaultRelay::start(pg.addr().parse()?).await?;
         let my_relay = FaultRelay::start(my.addr().parse()?).await?;
-        let mut config = String::from("[proxy]\nlog_filter = \"warn\"\n");
+        let cluster_settings = "connect_timeout = \"1s\"\nfailover_hold = \"2s\"\n\
+                        [clusters.pool]\nsize = 8\nborrow_timeout = \"2s\"\n";
+        let mut config = TwoEngines::new(&ctx.cluster, "[proxy]\nlog_filter = \"warn\"\n");
         for (name, engine, backend) in [
             ("pgc", "postgres", pg_relay.addr_string()),
             ("pgd", "postgres", pg.addr()),
             ("myc", "mysql", my_relay.addr_string()),
             ("myd", "mysql", my.addr()),
         ] {
-            config += &format!(
-                "\n[[clusters]]\nname = \"{name}\"\nengine = \"{engine}\"\nbackends = [\"{backend}\"]\n\
-                 connect_timeout = \"1s\"\nfailover_hold = \"2s\"\n[clusters.pool]\nsize = 8\nborrow_timeout = \"2s\"\n\n\
-                 [[endpoints]]\nname = \"{name}\"\nlisten = \"127.0.0.1:0\"\ncluster = \"{name}\"\nrole = \"read_write\"\n"
-            );
+            config = config
+                .cluster(name, engine, &backend, cluster_settings)
+                .endpoint(name, "127.0.0.1:0", name);
         }
-        config += &format!(
-            r#"
-[[tenants]]
-name = "app"
-databases = ["postgres"]
-secret = "pg_super"
-scram_verifier = "{pg_verifier}"
-
-[[tenants]]
-name = "myapp"
-databases = ["mysql"]
-secret = "my_super"
-mysql_native_password = "{my_hash}"
-
-[[secrets]]
-name = "pg_super"
-user = "{pg_user}"
-password = "{pg_password}"
-
-[[secrets]]
-name = "my_super"
-user = "{my_user}"
-password = "{my_password}"
-"#,
-            pg_verifier = ctx.pg_verifier,
-            my_hash = ctx.my_hash,
-            pg_user = ctx.cluster.pg_user(),
-            pg_password = ctx.cluster.pg_password(),
-            my_user = ctx.cluster.mysql_user(),
-            my_password = ctx.cluster.mysql_password(),
-        );
+        let config = config
+            .pg_tenant("app", &ctx.pg_verifier)
+            .my_tenant("myapp", &ctx.my_hash)
+            .text();
         let path = ctx.root.join(format!("{case}.toml"));
         std::fs::write(&path, config)?;
         let settings = gatehouse::config::load(&path).map_err(|p| anyhow::anyhow!("{p}"))?;

@@ -74,8 +74,10 @@ pub fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) -> impl Future<Outpu
         let Some(e) = logging_in.await else { return };
         let Established { stream, buf, start } = *e;
         let mut session = super::txn::start(core, start, stream.meter().clone());
-        let super::txn::Session { inspect, cancel, .. } = &mut *session;
-        inspect.logged_in(stream.is_tls(), cancel);
+        let super::txn::Session {
+            inspect, cancel, pool, ..
+        } = &mut *session;
+        inspect.logged_in(stream.is_tls(), cancel, pool.key());
         inspect.meter().logged_in(stream.is_tls());
         super::parked::drive(session, stream, buf).await;
     }
