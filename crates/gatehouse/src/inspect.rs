@@ -156,13 +156,9 @@ impl Inspector {
 
     /// Logs the session's login (its end is logged when it is dropped),
     /// and describes the session in its cancel registry (the console's
-    /// list of clients), with the cluster and backend user of `pool`, the
+    /// list of clients), with `route`: the cluster and backend user of the
     /// pool it logged in to.
-    pub fn logged_in<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>, pool: &crate::pool::PoolKey) {
-        let route = crate::cancel::Route {
-            cluster: Arc::from(pool.cluster.as_str()),
-            user: Arc::from(pool.user.as_str()),
-        };
+    pub fn logged_in<T>(&mut self, tls: bool, key: &crate::cancel::CancelKey<T>, route: Arc<crate::cancel::Route>) {
         self.login(tls, key, false, Some(route));
     }
 
@@ -176,7 +172,7 @@ impl Inspector {
         tls: bool,
         key: &crate::cancel::CancelKey<T>,
         console: bool,
-        route: Option<crate::cancel::Route>,
+        route: Option<Arc<crate::cancel::Route>>,
     ) {
         let mut info = crate::cancel::ClientInfo::new(&self.tenant, &self.database, &self.endpoint, self.client, tls);
         info.console = console;

@@ -26,7 +26,7 @@ pub struct ClientInfo {
     pub console: bool,
     /// The cluster and backend user of the pool it logged in to (none on
     /// a console session).
-    pub route: Option<Route>,
+    pub route: Option<Arc<Route>>,
     pub since: Instant,
     pub connected_at: SystemTime,
     /// Why the session is pinned to its backend connection now (the first
@@ -78,11 +78,12 @@ impl ClientInfo {
 }
 
 /// Where a pooled session's backend connections come from: its endpoint's
-/// cluster and the user they log in as (its tenant's secret).
+/// cluster and the user they log in as (its tenant's secret). Each pool
+/// holds one; its sessions share it.
 #[derive(Debug)]
 pub struct Route {
-    pub cluster: Arc<str>,
-    pub user: Arc<str>,
+    pub cluster: String,
+    pub user: String,
 }
 
 /// What a session does now.

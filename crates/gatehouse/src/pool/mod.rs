@@ -74,6 +74,9 @@ impl Drop for OpenMark {
 
 pub struct Pool<E: Engine> {
     key: PoolKey,
+    /// Its cluster and backend user as the client list shows them (one
+    /// allocation per pool; sessions keep a reference).
+    route: Arc<crate::cancel::Route>,
     /// The credentials new connections use. When a secret's password
     /// changes, the generation moves on: connections of older generations
     /// finish the work they are lent for and are closed instead of reused.
@@ -96,6 +99,12 @@ pub struct Pool<E: Engine> {
 impl<E: Engine> Pool<E> {
     pub fn key(&self) -> &PoolKey {
         &self.key
+    }
+
+    /// Its cluster and backend user, shared (what a session's entry in the
+    /// client list keeps).
+    pub fn route(&self) -> Arc<crate::cancel::Route> {
+        self.route.clone()
     }
 
     /// Connections idle in the pool now.
@@ -479,6 +488,10 @@ impl<E: Engine> Pools<E> {
         let share = self.share(cluster, &key.backend, server_max_connections);
         let pool = Arc::new(Pool {
             key: key.clone(),
+            route: Arc::new(crate::cancel::Route {
+                cluster: key.cluster.clone(),
+                user: key.user.clone(),
+            }),
             secret: Mutex::new(secret.clone()),
             generation: AtomicU64::new(0),
             engine: engine.clone(),

@@ -129,7 +129,7 @@ impl Session {
             meter,
         );
         drop(settings);
-        self.inspect.logged_in(stream.is_tls(), &self.cancel, self.pool.key());
+        self.inspect.logged_in(stream.is_tls(), &self.cancel, self.pool.route());
         self.tenant = tenant;
         let collation = request.charset.and_then(|c| u8::try_from(c).ok());
         if let Some(c) = collation {

@@ -77,7 +77,7 @@ pub fn serve(core: Arc<Core<MyEngine>>, client: ClientConn) -> impl Future<Outpu
         let super::txn::Session {
             inspect, cancel, pool, ..
         } = &mut *session;
-        inspect.logged_in(stream.is_tls(), cancel, pool.key());
+        inspect.logged_in(stream.is_tls(), cancel, pool.route());
         inspect.meter().logged_in(stream.is_tls());
         super::parked::drive(session, stream, buf).await;
     }

@@ -103,7 +103,7 @@ async fn start(
             meter,
         ))
     };
-    inspect.logged_in(stream.is_tls(), &cancel, pool.key());
+    inspect.logged_in(stream.is_tls(), &cancel, pool.route());
     inspect.meter().logged_in(stream.is_tls());
     match Box::pin(begin(core, &endpoint, &mut stream, pool, cap, params, cancel, inspect)).await {
         Ok(Some(tx)) => Some((
