@@ -23,11 +23,13 @@ build_release() {
 
 # cluster_up DIR [PG_REPLICAS] [MAX_CONNECTIONS] [SCALE]: starts PostgreSQL,
 # creates the benchmark owner and database, and loads pgbench's tables
-# (scale 10 unless SCALE is given).
+# (scale 10 unless SCALE is given). With GH_CLUSTER_TLS=1 the servers take
+# TLS too (the kit's CA in cluster.env as GH_TLS_CA).
 cluster_up() {
-  local dir=$1 replicas=${2:-0} maxconn=${3:-300} scale=${4:-10}
+  local dir=$1 replicas=${2:-0} maxconn=${3:-300} scale=${4:-10} tls=()
+  [ "${GH_CLUSTER_TLS:-0}" = 1 ] && tls=(--tls)
   "$TESTKIT" down --dir "$dir" >/dev/null 2>&1 || true
-  "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" >/dev/null
+  "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" "${tls[@]}" >/dev/null
   # shellcheck disable=SC1091
   source "$dir/cluster.env"
   export PGPASSWORD="$GH_PG_PASSWORD"
@@ -60,7 +62,8 @@ pg_replicas_caught_up() {
 # start_gatehouse DIR POOL_SIZE MODE [ENGINE]: writes a config (one
 # read_write endpoint, the bench tenant) and starts the proxy in front of the
 # PostgreSQL primary, or with ENGINE=mysql the MariaDB primary. Sets
-# GH_PROXY_PID and GH_PROXY_PORT.
+# GH_PROXY_PID and GH_PROXY_PORT. GH_CLUSTER_TOML: lines added to the
+# cluster's table; GH_EXTRA_TOML: sections added at the end.
 start_gatehouse() {
   local dir=$1 pool=$2 mode=$3 engine=${4:-postgres}
   GH_PROXY_PORT=$(free_port)
@@ -83,6 +86,7 @@ engine = "$engine"
 backends = ["127.0.0.1:$backend_port"]
 monitor_secret = "monitor"
 pool = { size = $pool, borrow_timeout = "30s" }
+${GH_CLUSTER_TOML:-}
 
 [[endpoints]]
 name = "rw"
@@ -118,6 +122,7 @@ TOML
 # start_pgbouncer DIR POOL_SIZE MODE: PgBouncer (Debian package) with the
 # same pool size and mode, SCRAM to clients like Gatehouse. It refuses to run
 # as root, so it runs as the postgres user. Sets PGB_PID and PGB_PORT.
+# GH_PGBOUNCER_INI: lines added to its [pgbouncer] section.
 start_pgbouncer() {
   local dir=$1 pool=$2 mode=$3
   PGB_PORT=$(free_port)
@@ -142,6 +147,7 @@ logfile = $pdir/pgbouncer.log
 pidfile = $pdir/pgbouncer.pid
 log_connections = 0
 log_disconnections = 0
+${GH_PGBOUNCER_INI:-}
 INI
   local run=(pgbouncer "$pdir/pgbouncer.ini")
   if [ "$(id -u)" -eq 0 ]; then
