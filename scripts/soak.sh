@@ -187,7 +187,7 @@ log "after the load: fds $fds_after (before it: $FDS_BEFORE, bound $((FDS_BEFORE
 ((clients_after == 0)) || fail "$clients_after clients still connected after the load"
 ((leased_after == 0)) || fail "$leased_after backend leases still out after the load"
 
-cat "$DIR/load.log" | tail -n 12 >&2
+tail -n 12 "$DIR/load.log" >&2
 if ((failed)); then
   log "soak FAILED ($DIR)"
   exit 1
