@@ -48,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 
 log "starting PostgreSQL 15 with TLS (max_connections $MAX_CONNECTIONS, pgbench scale $SCALE), two Gatehouses and two PgBouncers (pool $POOL, transaction mode)"
-GH_CLUSTER_TLS=1 cluster_up "$DIR/cluster" 0 "$MAX_CONNECTIONS" "$SCALE"
+GH_TESTKIT_UP_ARGS=--tls cluster_up "$DIR/cluster" 0 "$MAX_CONNECTIONS" "$SCALE"
 for mode in require disable; do
   mkdir -p "$DIR/gh-$mode"
   GH_CLUSTER_TOML="backend_tls = \"$mode\"" start_gatehouse "$DIR/gh-$mode" "$POOL" transaction

@@ -23,13 +23,13 @@ build_release() {
 
 # cluster_up DIR [PG_REPLICAS] [MAX_CONNECTIONS] [SCALE]: starts PostgreSQL,
 # creates the benchmark owner and database, and loads pgbench's tables
-# (scale 10 unless SCALE is given). With GH_CLUSTER_TLS=1 the servers take
-# TLS too (the kit's CA in cluster.env as GH_TLS_CA).
+# (scale 10 unless SCALE is given). GH_TESTKIT_UP_ARGS: more options of
+# `gatehouse-testkit up` (say, --mysql, or --tls for servers that take TLS).
 cluster_up() {
-  local dir=$1 replicas=${2:-0} maxconn=${3:-300} scale=${4:-10} tls=()
-  [ "${GH_CLUSTER_TLS:-0}" = 1 ] && tls=(--tls)
+  local dir=$1 replicas=${2:-0} maxconn=${3:-300} scale=${4:-10}
   "$TESTKIT" down --dir "$dir" >/dev/null 2>&1 || true
-  "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" "${tls[@]}" >/dev/null
+  # shellcheck disable=SC2086
+  "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" ${GH_TESTKIT_UP_ARGS:-} >/dev/null
   # shellcheck disable=SC1091
   source "$dir/cluster.env"
   export PGPASSWORD="$GH_PG_PASSWORD"
@@ -62,7 +62,8 @@ pg_replicas_caught_up() {
 # start_gatehouse DIR POOL_SIZE MODE [ENGINE]: writes a config (one
 # read_write endpoint, the bench tenant) and starts the proxy in front of the
 # PostgreSQL primary, or with ENGINE=mysql the MariaDB primary. Sets
-# GH_PROXY_PID and GH_PROXY_PORT. GH_CLUSTER_TOML: lines added to the
+# GH_PROXY_PID and GH_PROXY_PORT. GH_MAX_CLIENTS: the endpoint's
+# max_client_connections (20,000); GH_CLUSTER_TOML: lines added to the
 # cluster's table; GH_EXTRA_TOML: sections added at the end.
 start_gatehouse() {
   local dir=$1 pool=$2 mode=$3 engine=${4:-postgres}
@@ -94,7 +95,7 @@ listen = "127.0.0.1:$GH_PROXY_PORT"
 cluster = "bench"
 role = "read_write"
 pool_mode = "$mode"
-max_client_connections = 20000
+max_client_connections = ${GH_MAX_CLIENTS:-20000}
 
 [[tenants]]
 name = "$BENCH_TENANT"
@@ -322,3 +323,31 @@ alternate_cells() {
 # sum_of W T TARGET COL: sum of COL over all runs of the cell in $results
 # (rows "workload threads target ...").
 sum_of() { awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" '$1 == w && $2 == t && $3 == tg { s += $col } END { print s + 0 }' "$results"; }
+
+# fd_count PID: a process's open file descriptors (entries of /proc/PID/fd).
+fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+# metric_sum FILE NAME [LABEL="VALUE"]: the sum of a metric's samples in a
+# saved /metrics page, over all labels, or those carrying LABEL="VALUE"
+# (0 when there is none).
+metric_sum() {
+  awk -v name="$2" -v label="${3:-}" '
+    /^#/ { next }
+    {
+      n = $1; sub(/\{.*/, "", n)
+      if (n != name) next
+      if (label != "" && index($1, label) == 0) next
+      s += $NF
+    }
+    END { printf "%d\n", s }' "$1"
+}
+
+# raise_nofile N: raises this shell's open-file limits (hard and soft) to
+# at least N, for it and the processes it starts (root may raise the hard
+# limit up to fs.nr_open).
+raise_nofile() {
+  if (($(ulimit -Hn) < $1)); then
+    ulimit -Hn "$1" 2>/dev/null || { echo "cannot raise the hard open-file limit to $1 (ulimit -Hn: $(ulimit -Hn))" >&2; return 1; }
+  fi
+  ulimit -Sn "$(ulimit -Hn)"
+}

@@ -3,6 +3,7 @@
 //! flight), keep them all open and idle for a while, then close them. Used
 //! to measure a proxy's memory per idle client connection.
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -21,6 +22,9 @@ pub struct Settings {
     pub concurrency: u32,
     pub hold: Duration,
     pub ready_file: Option<PathBuf>,
+    /// Local addresses the connections are made from, in turn (none: the
+    /// system's choice).
+    pub sources: Vec<IpAddr>,
 }
 
 /// What happened to the connections.
@@ -45,12 +49,18 @@ pub async fn run(settings: &Settings) -> Result<Outcome> {
     let start = Instant::now();
     let limit = Rc::new(Semaphore::new(settings.concurrency as usize));
     let mut attempts = JoinSet::new();
-    for _ in 0..settings.count {
+    let destination = match settings.sources.is_empty() {
+        true => None,
+        false => Some(crate::bind::destination(&settings.config)?),
+    };
+    let config = Rc::new(settings.config.clone());
+    for i in 0..settings.count {
         let limit = Rc::clone(&limit);
-        let config = settings.config.clone();
+        let config = Rc::clone(&config);
+        let route = destination.map(|to| (settings.sources[i as usize % settings.sources.len()], to));
         attempts.spawn_local(async move {
             let _permit = limit.acquire().await.map_err(|_| anyhow!("semaphore closed"))?;
-            tokio::time::timeout(ATTEMPT_TIMEOUT, open(&config))
+            tokio::time::timeout(ATTEMPT_TIMEOUT, open(&config, route))
                 .await
                 .unwrap_or_else(|_| Err(anyhow!("timed out after {ATTEMPT_TIMEOUT:?}")))
         });
@@ -89,10 +99,20 @@ pub async fn run(settings: &Settings) -> Result<Outcome> {
     })
 }
 
-/// Connect (startup + auth) and run `SELECT 1`.
-async fn open(config: &Config) -> Result<Held> {
-    let (client, connection) = config.connect(NoTls).await.context("connecting")?;
-    let driver = tokio::task::spawn_local(connection);
+/// Connect (startup + auth), from `route`'s source address to its
+/// destination when given, and run `SELECT 1`.
+async fn open(config: &Config, route: Option<(IpAddr, SocketAddr)>) -> Result<Held> {
+    let (client, driver) = match route {
+        None => {
+            let (client, connection) = config.connect(NoTls).await.context("connecting")?;
+            (client, tokio::task::spawn_local(connection))
+        }
+        Some((from, to)) => {
+            let stream = crate::bind::connect_from(from, to).await?;
+            let (client, connection) = config.connect_raw(stream, NoTls).await.context("logging in")?;
+            (client, tokio::task::spawn_local(connection))
+        }
+    };
     let rows = client.simple_query("SELECT 1").await.context("SELECT 1")?;
     let one = rows.iter().find_map(|m| match m {
         SimpleQueryMessage::Row(row) => row.get(0),

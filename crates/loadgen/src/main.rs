@@ -7,11 +7,13 @@
 
 #![forbid(unsafe_code)]
 
+mod bind;
 mod html;
 mod idle_clients;
 mod load;
 mod observe;
 mod relay;
+mod soak;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,6 +61,11 @@ enum Cmd {
     /// and proxy metrics are sampled as `load` samples them; writes the
     /// same JSON run, for `report`. Exits with the command's status.
     Observe(Box<ObserveArgs>),
+    /// A mixed workload for a long time (transactions, prepared
+    /// statements, connection churn, idle clients) against several
+    /// targets at once, its counters written to a status file once a
+    /// second; fails on any error. For `scripts/soak.sh`.
+    Soak(Box<soak::SoakArgs>),
 }
 
 #[derive(Args)]
@@ -150,6 +157,12 @@ struct IdleClientsArgs {
     /// finished (before the hold).
     #[arg(long, value_name = "FILE")]
     ready_file: Option<PathBuf>,
+    /// Make the connections from this local address (bind before
+    /// connect); repeat to spread them over several (127.0.0.2,
+    /// 127.0.0.3, …) when more than one address's ephemeral ports are
+    /// needed. The target's host must then be an IP address.
+    #[arg(long = "source", value_name = "IP")]
+    sources: Vec<std::net::IpAddr>,
 }
 
 fn parse_conninfo(raw: &str) -> Result<tokio_postgres::Config, String> {
@@ -168,6 +181,7 @@ fn main() -> Result<ExitCode> {
                 concurrency: args.concurrency,
                 hold: Duration::from_secs(args.hold),
                 ready_file: args.ready_file,
+                sources: args.sources,
             };
             let local = tokio::task::LocalSet::new();
             let outcome = local.block_on(&runtime(1)?, idle_clients::run(&settings))?;
@@ -188,7 +202,21 @@ fn main() -> Result<ExitCode> {
         Cmd::Report(args) => report_main(*args),
         Cmd::Relay(args) => relay_main(&args),
         Cmd::Observe(args) => observe_main(*args),
+        Cmd::Soak(args) => soak_main(&args),
     }
+}
+
+/// One thread (the proxy and the servers need the cores); exits with
+/// failure when any workload counted an error.
+fn soak_main(args: &soak::SoakArgs) -> Result<ExitCode> {
+    let counters = runtime(1)?.block_on(soak::run(args))?;
+    print!("{}", soak::table(&counters));
+    let errors: u64 = counters.iter().map(|c| c.errors()).sum();
+    Ok(if errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// One thread: the relay's work is timers and copies.

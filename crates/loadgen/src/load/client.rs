@@ -288,7 +288,7 @@ impl Conn {
 
 /// A PostgreSQL error's SQLSTATE, or `otherwise` (`connect`, `io`) when the
 /// server sent none.
-fn pg_failure(e: &tokio_postgres::Error, otherwise: &str) -> Failure {
+pub fn pg_failure(e: &tokio_postgres::Error, otherwise: &str) -> Failure {
     match e.as_db_error() {
         Some(db) => Failure::new(db.code().code(), db.message()),
         None => Failure::new(otherwise, e),
@@ -296,7 +296,7 @@ fn pg_failure(e: &tokio_postgres::Error, otherwise: &str) -> Failure {
 }
 
 /// A MySQL error's number, or `otherwise` when the server sent none.
-fn my_failure(e: &mysql_async::Error, otherwise: &str) -> Failure {
+pub fn my_failure(e: &mysql_async::Error, otherwise: &str) -> Failure {
     match e {
         mysql_async::Error::Server(s) => Failure::new(s.code.to_string(), &s.message),
         other => Failure::new(otherwise, other),
