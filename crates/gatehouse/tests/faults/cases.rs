@@ -1,14 +1,21 @@
-//! The fault cases, each for both engines: a connection cut mid-result,
-//! black-holed new connections, idle pooled connections reset by the
-//! network, and refused connections. Each ends by checking that fresh
-//! clients are served on every endpoint and that no lease leaked.
+//! The fault cases, each for both engines: a connection cut mid-result
+//! and mid-COPY (MariaDB: mid binary-protocol result), black-holed new
+//! connections, idle pooled connections reset by the network, refused
+//! connections, a reset during a new connection's authentication, latency
+//! with jitter, and a bandwidth limit. Each ends by checking that fresh
+//! clients are served on every endpoint, that no lease leaked, and that
+//! the process's file descriptors are back near their baseline.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use gatehouse_testkit::faults::Direction;
 use mysql_async::prelude::Queryable;
+use tokio_postgres::SimpleQueryMessage;
 
-use crate::{BOUND, Ctx, Proxy, my_code, sqlstate};
+use crate::{BOUND, Ctx, Proxy, my_code, open_fds, sqlstate};
 
 pub fn cases() -> Vec<(&'static str, gatehouse_testkit::trials::Case<Ctx>)> {
     vec![
@@ -22,8 +29,30 @@ pub fn cases() -> Vec<(&'static str, gatehouse_testkit::trials::Case<Ctx>)> {
             idle_reset,
         ),
         ("a_refused_backend_is_reported_and_recovers", refused),
+        (
+            "a_cut_mid_copy_or_binary_result_ends_only_that_clients_statement_with_the_engines_error",
+            cut_mid_copy,
+        ),
+        (
+            "a_reset_during_backend_authentication_is_retried_or_reported_within_the_timeouts",
+            reset_during_auth,
+        ),
+        (
+            "latency_and_jitter_keep_results_correct_and_in_order_and_pools_reuse_connections",
+            latency_and_jitter,
+        ),
+        (
+            "a_bandwidth_limit_delivers_a_large_result_whole_and_correct",
+            bandwidth_limit,
+        ),
     ]
 }
+
+/// Cases run one at a time, so that a case's file descriptors are its own.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// File descriptors a case may leave open beyond its baseline (the
+/// runtime's and the logger's lazily made ones).
+const FD_SLACK: usize = 4;
 
 /// Runs `case` on a runtime of its own against a proxy of its own.
 fn with_proxy<F, Fut>(ctx: &Ctx, name: &str, case: F) -> Result<()>
@@ -31,6 +60,8 @@ where
     F: FnOnce(Proxy) -> Fut,
     Fut: Future<Output = Result<Proxy>>,
 {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let baseline = open_fds()?;
     let rt = gatehouse_testkit::trials::runtime()?;
     rt.block_on(async {
         let proxy = Proxy::start(ctx, name).await?;
@@ -40,7 +71,21 @@ where
         proxy.still_serving().await?;
         proxy.no_lease_leaked().await?;
         proxy.stop().await
-    })
+    })?;
+    drop(rt);
+    // Sockets closed by the runtime's last tasks may take a moment.
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = open_fds()?;
+        tracing::debug!(name, baseline, now, "file descriptors");
+        if now <= baseline + FD_SLACK {
+            return Ok(());
+        }
+        if Instant::now() > until {
+            bail!("{now} file descriptors open after the case, {baseline} before");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// About 20 MB of rows.
@@ -280,6 +325,382 @@ fn refused(ctx: &Ctx) -> Result<()> {
             .context("the PostgreSQL session after")?;
         my.query_drop("SELECT 3").await.context("the MariaDB session after")?;
         drop((pg, my));
+        Ok(p)
+    })
+}
+
+/// COPY out of about 20 MB.
+const PG_BIG_COPY: &str = "COPY (SELECT g, repeat('x', 100) FROM generate_series(1, 200000) g) TO STDOUT";
+/// About 20 MB of rows through a prepared statement (binary protocol).
+const MY_BIG_PREPARED: &str = "SELECT seq, REPEAT('x', ?) FROM seq_1_to_200000";
+
+fn cut_mid_copy(ctx: &Ctx) -> Result<()> {
+    use futures_util::StreamExt;
+    with_proxy(ctx, "cut_mid_copy", |p| async move {
+        // PostgreSQL: a COPY TO STDOUT cut mid-way.
+        let other = p.pg("pgc").await?;
+        other.simple_query("BEGIN").await?;
+        other.simple_query("SELECT 1").await?;
+        let victim = p.pg("pgc").await?;
+        p.pg_relay.cut_after_server_bytes(CUT_AT);
+        let copy = async {
+            let stream = victim.copy_out(PG_BIG_COPY).await?;
+            let mut stream = std::pin::pin!(stream);
+            let mut got = 0usize;
+            while let Some(chunk) = stream.next().await {
+                got += chunk?.len();
+            }
+            Ok::<usize, tokio_postgres::Error>(got)
+        };
+        let (cut, others) = tokio::join!(copy, async {
+            for i in 0..20 {
+                other.simple_query(&format!("SELECT {i}")).await?;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            other.simple_query("COMMIT").await
+        });
+        let err = match cut {
+            Ok(bytes) => bail!("the cut COPY came whole ({bytes} bytes)"),
+            Err(e) => e,
+        };
+        ensure!(
+            p.pg_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.pg_relay.cuts()
+        );
+        let code = sqlstate(&err).map_err(|e| anyhow::anyhow!("no SQLSTATE on the cut COPY: {e}"))?;
+        ensure!(code == "08006", "cut COPY got SQLSTATE {code}");
+        others.context("the other session's transaction failed")?;
+        victim
+            .simple_query("SELECT 1")
+            .await
+            .context("the victim's next statement")?;
+        other
+            .simple_query("SELECT 'after'")
+            .await
+            .context("the other session after the cut")?;
+
+        // MariaDB has no COPY: a large prepared-statement result (binary
+        // protocol) cut mid-way.
+        let mut other = p.my("myc").await?;
+        other.query_drop("START TRANSACTION").await?;
+        other.query_drop("SELECT 1").await?;
+        let mut victim = p.my("myc").await?;
+        let stmt = victim.prep(MY_BIG_PREPARED).await?;
+        p.my_relay.cut_after_server_bytes(CUT_AT);
+        let (cut, others) = tokio::join!(victim.exec::<(u64, String), _, _>(&stmt, (100u32,)), async {
+            for i in 0..20 {
+                other.query_drop(format!("SELECT {i}")).await?;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            other.query_drop("COMMIT").await
+        });
+        let err = match cut {
+            Ok(rows) => bail!("the cut result came whole ({} rows)", rows.len()),
+            Err(e) => e,
+        };
+        ensure!(
+            p.my_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.my_relay.cuts()
+        );
+        let code = my_code(&err).map_err(|e| anyhow::anyhow!("no error packet on the cut result: {e}"))?;
+        ensure!(code == 1053, "cut result got error {code}: {err}");
+        others.context("the other session's transaction failed")?;
+        let one: Option<u32> = other.query_first("SELECT 1").await?;
+        ensure!(one == Some(1));
+        // As for a text result: the proxy ends the session after the error.
+        let next = tokio::time::timeout(BOUND, victim.query_drop("SELECT 1")).await;
+        ensure!(
+            matches!(next, Ok(Err(_))),
+            "the victim's session went on after a cut reply"
+        );
+        drop((victim, other));
+        Ok(p)
+    })
+}
+
+/// Where the relay cuts a new PostgreSQL connection: inside the SCRAM
+/// exchange (AuthenticationSASL is 24 bytes, SASLContinue follows).
+const PG_AUTH_CUT: u64 = 30;
+/// Where it cuts a new MariaDB connection: inside the server's greeting
+/// (its handshake packet, the first step of authentication).
+const MY_AUTH_CUT: u64 = 20;
+/// The relayed clusters' connect timeout and failover hold, and slack.
+const CONNECT_AND_HOLD: Duration = Duration::from_secs(1 + 2 + 2);
+
+fn reset_during_auth(ctx: &Ctx) -> Result<()> {
+    with_proxy(ctx, "reset_during_auth", |p| async move {
+        let pg = p.pg("pgc").await?;
+        pg.simple_query("SELECT 1").await?;
+        let mut my = p.my("myc").await?;
+        my.query_drop("SELECT 1").await?;
+        // The pooled connections die: the next transaction needs a new one.
+        p.pg_relay.reset_all().await;
+        p.my_relay.reset_all().await;
+        let pg_before = p.connects("pgc");
+        let my_before = p.connects("myc");
+        p.pg_relay.cut_next_connection_after_server_bytes(PG_AUTH_CUT);
+        p.my_relay.cut_next_connection_after_server_bytes(MY_AUTH_CUT);
+
+        let started = Instant::now();
+        let pg_result = tokio::time::timeout(BOUND, pg.simple_query("BEGIN; SELECT 2; COMMIT"))
+            .await
+            .context("PostgreSQL hung")?;
+        let pg_took = started.elapsed();
+        ensure!(
+            p.pg_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.pg_relay.cuts()
+        );
+        ensure!(pg_took < CONNECT_AND_HOLD, "PostgreSQL took {pg_took:?}");
+        if let Err(e) = &pg_result {
+            let code = sqlstate(e).map_err(|e| anyhow::anyhow!("no SQLSTATE: {e}"))?;
+            ensure!(code.starts_with("08"), "reset during auth gave SQLSTATE {code}");
+        }
+        let pg_after = p.connects("pgc");
+        ensure!(
+            pg_after.1 > pg_before.1,
+            "the cut connection was not counted as failed: {pg_before:?} -> {pg_after:?}"
+        );
+        ensure!(
+            pg_result.is_err() || pg_after.0 > pg_before.0,
+            "PostgreSQL succeeded without a new connection: {pg_before:?} -> {pg_after:?}"
+        );
+
+        let started = Instant::now();
+        let my_result = tokio::time::timeout(BOUND, my.query_drop("SELECT 2"))
+            .await
+            .context("MariaDB hung")?;
+        let my_took = started.elapsed();
+        ensure!(
+            p.my_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.my_relay.cuts()
+        );
+        ensure!(my_took < CONNECT_AND_HOLD, "MariaDB took {my_took:?}");
+        if let Err(e) = &my_result {
+            let code = my_code(e).map_err(|e| anyhow::anyhow!("no error packet: {e}"))?;
+            ensure!(code == 1053, "reset during auth gave error {code}: {e}");
+        }
+        let my_after = p.connects("myc");
+        ensure!(
+            my_after.1 > my_before.1,
+            "the cut connection was not counted as failed: {my_before:?} -> {my_after:?}"
+        );
+        ensure!(
+            my_result.is_err() || my_after.0 > my_before.0,
+            "MariaDB succeeded without a new connection: {my_before:?} -> {my_after:?}"
+        );
+        tracing::info!(?pg_result, ?my_result, ?pg_took, ?my_took, "after a reset during auth");
+
+        // The sessions go on (the cut is one-shot).
+        p.no_lease_leaked().await?;
+        pg.simple_query("SELECT 3")
+            .await
+            .context("the PostgreSQL session after")?;
+        my.query_drop("SELECT 3").await.context("the MariaDB session after")?;
+        drop((pg, my));
+        Ok(p)
+    })
+}
+
+/// The values of the rows of a simple query's reply, as text.
+fn pg_rows(messages: &[SimpleQueryMessage]) -> Vec<Vec<String>> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).unwrap_or("NULL").to_owned()).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Sessions per engine, and transactions per session.
+const SESSIONS: i32 = 3;
+const TRANSACTIONS: i32 = 8;
+/// The least a session's transactions take under the delay: four round
+/// trips or more each, each at least twice 20 - 10 ms.
+const SLOWED: Duration = Duration::from_millis(8 * 4 * 20);
+
+fn latency_and_jitter(ctx: &Ctx) -> Result<()> {
+    use futures_util::future::try_join_all;
+    with_proxy(ctx, "latency_and_jitter", |p| async move {
+        // A table of the case's own, made directly.
+        let direct = p.pg("pgd").await?;
+        direct
+            .simple_query("DROP TABLE IF EXISTS faults_latency; CREATE TABLE faults_latency (s int, i int)")
+            .await?;
+        let mut my_direct = p.my("myd").await?;
+        my_direct
+            .query_drop("CREATE OR REPLACE TABLE faults_latency (s INT, i INT)")
+            .await?;
+        for relay in [&p.pg_relay, &p.my_relay] {
+            for d in [Direction::ToClient, Direction::ToServer] {
+                relay.delay(d, Duration::from_millis(20), Duration::from_millis(10));
+            }
+        }
+
+        // PostgreSQL. Every session holds a transaction at once, so the
+        // pool opens a connection for each; after that, none more.
+        let pg: Vec<tokio_postgres::Client> = try_join_all((0..SESSIONS).map(|_| p.pg("pgc"))).await?;
+        for c in &pg {
+            c.simple_query("BEGIN").await?;
+        }
+        for c in &pg {
+            c.simple_query("COMMIT").await?;
+        }
+        let (opened, _) = p.connects("pgc");
+        let started = Instant::now();
+        try_join_all(pg.iter().zip(0..).map(|(c, s)| async move {
+            for i in 1..=TRANSACTIONS {
+                c.simple_query("BEGIN").await?;
+                let pid = pg_rows(&c.simple_query("SELECT pg_backend_pid()").await?);
+                c.simple_query(&format!("INSERT INTO faults_latency VALUES ({s}, {i})"))
+                    .await?;
+                let seen = pg_rows(
+                    &c.simple_query(&format!("SELECT count(*), max(i) FROM faults_latency WHERE s = {s}"))
+                        .await?,
+                );
+                ensure!(
+                    seen == [[i.to_string(), i.to_string()]],
+                    "session {s}, transaction {i}: {seen:?}"
+                );
+                let same = pg_rows(&c.simple_query("SELECT pg_backend_pid()").await?);
+                ensure!(pid == same, "a transaction moved between backend connections");
+                c.simple_query("COMMIT").await?;
+                // Pipelined statements: their answers come in order.
+                let answers =
+                    try_join_all((0..10).map(|k: i32| async move { c.query_one("SELECT $1::int * 2", &[&k]).await }))
+                        .await?;
+                let got: Vec<i32> = answers.iter().map(|r| r.get(0)).collect();
+                ensure!(
+                    got == (0..10).map(|k| k * 2).collect::<Vec<_>>(),
+                    "pipelined answers {got:?}"
+                );
+            }
+            Ok::<_, anyhow::Error>(())
+        }))
+        .await?;
+        let took = started.elapsed();
+        ensure!(took >= SLOWED, "PostgreSQL's transactions took only {took:?}");
+        let (opened_after, failed) = p.connects("pgc");
+        ensure!(
+            opened_after == opened && failed == 0,
+            "PostgreSQL: {opened} connections before, {opened_after} after ({failed} failed)"
+        );
+        let total = pg_rows(&direct.simple_query("SELECT count(*) FROM faults_latency").await?);
+        ensure!(
+            total == [[(SESSIONS * TRANSACTIONS).to_string()]],
+            "committed rows {total:?}"
+        );
+
+        // MariaDB, the same.
+        let mut my: Vec<mysql_async::Conn> = try_join_all((0..SESSIONS).map(|_| p.my("myc"))).await?;
+        for c in &mut my {
+            c.query_drop("START TRANSACTION").await?;
+        }
+        for c in &mut my {
+            c.query_drop("COMMIT").await?;
+        }
+        let (opened, _) = p.connects("myc");
+        let started = Instant::now();
+        try_join_all(my.iter_mut().zip(0..).map(|(c, s)| async move {
+            for i in 1..=TRANSACTIONS {
+                c.query_drop("START TRANSACTION").await?;
+                c.exec_drop("INSERT INTO faults_latency VALUES (?, ?)", (s, i)).await?;
+                let seen: Option<(i64, i64)> = c
+                    .exec_first("SELECT COUNT(*), MAX(i) FROM faults_latency WHERE s = ?", (s,))
+                    .await?;
+                ensure!(
+                    seen == Some((i64::from(i), i64::from(i))),
+                    "session {s}, transaction {i}: {seen:?}"
+                );
+                c.query_drop("COMMIT").await?;
+                let rows: Vec<(i32, i32)> = c.query(format!("SELECT seq, seq * {i} FROM seq_1_to_10")).await?;
+                ensure!(
+                    rows == (1..=10).map(|k| (k, k * i)).collect::<Vec<_>>(),
+                    "rows {rows:?}"
+                );
+            }
+            Ok::<_, anyhow::Error>(())
+        }))
+        .await?;
+        let took = started.elapsed();
+        ensure!(took >= SLOWED, "MariaDB's transactions took only {took:?}");
+        let (opened_after, failed) = p.connects("myc");
+        ensure!(
+            opened_after == opened && failed == 0,
+            "MariaDB: {opened} connections before, {opened_after} after ({failed} failed)"
+        );
+        let total: Option<i64> = my_direct.query_first("SELECT COUNT(*) FROM faults_latency").await?;
+        ensure!(
+            total == Some(i64::from(SESSIONS * TRANSACTIONS)),
+            "committed rows {total:?}"
+        );
+
+        for relay in [&p.pg_relay, &p.my_relay] {
+            relay.heal();
+        }
+        direct.simple_query("DROP TABLE faults_latency").await?;
+        my_direct.query_drop("DROP TABLE faults_latency").await?;
+        my_direct.disconnect().await?;
+        for c in my {
+            c.disconnect().await?;
+        }
+        drop((pg, direct));
+        Ok(p)
+    })
+}
+
+/// About 1 MB of rows on either engine, each with a 32-character digest.
+const PG_MB: &str = "SELECT g, md5(g::text) FROM generate_series(1, 20000) g";
+const MY_MB: &str = "SELECT seq, MD5(seq) FROM seq_1_to_24000";
+/// The limit towards the proxy.
+const BYTES_PER_SECOND: u64 = 256 * 1024;
+
+/// The rows' count and a checksum of them, in order.
+fn checksum<T: Hash>(rows: &[T]) -> (usize, u64) {
+    let mut h = DefaultHasher::new();
+    rows.hash(&mut h);
+    (rows.len(), h.finish())
+}
+
+fn bandwidth_limit(ctx: &Ctx) -> Result<()> {
+    with_proxy(ctx, "bandwidth_limit", |p| async move {
+        // What the direct clusters give, to compare with.
+        let pg_want = checksum(&pg_rows(&p.pg("pgd").await?.simple_query(PG_MB).await?));
+        let mut my_direct = p.my("myd").await?;
+        let my_want = checksum(&my_direct.query::<(u64, String), _>(MY_MB).await?);
+        my_direct.disconnect().await?;
+        ensure!(
+            pg_want.0 == 20000 && my_want.0 == 24000,
+            "direct results {pg_want:?} {my_want:?}"
+        );
+
+        let pg = p.pg("pgc").await?;
+        let mut my = p.my("myc").await?;
+        p.pg_relay.limit_bandwidth(Direction::ToClient, BYTES_PER_SECOND);
+        p.my_relay.limit_bandwidth(Direction::ToClient, BYTES_PER_SECOND);
+
+        let started = Instant::now();
+        let got = checksum(&pg_rows(&pg.simple_query(PG_MB).await.context("PostgreSQL")?));
+        let took = started.elapsed();
+        ensure!(got == pg_want, "PostgreSQL result {got:?}, directly {pg_want:?}");
+        // About 1 MB at 256 KiB/s: about 4 s; at least 2 s shows the limit.
+        ensure!(took >= Duration::from_secs(2), "PostgreSQL's 1 MB came in {took:?}");
+
+        let started = Instant::now();
+        let got = checksum(&my.query::<(u64, String), _>(MY_MB).await.context("MariaDB")?);
+        let took = started.elapsed();
+        ensure!(got == my_want, "MariaDB result {got:?}, directly {my_want:?}");
+        ensure!(took >= Duration::from_secs(2), "MariaDB's 1 MB came in {took:?}");
+
+        p.pg_relay.heal();
+        p.my_relay.heal();
+        pg.simple_query("SELECT 1").await?;
+        my.disconnect().await?;
+        drop(pg);
         Ok(p)
     })
 }
