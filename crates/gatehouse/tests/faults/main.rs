@@ -15,6 +15,7 @@
 //! were before it.
 
 mod cases;
+mod slow;
 // The proxy runs in-process here: of the binary's helpers, the cases take
 // `hash-password` and the configuration.
 #[allow(dead_code)]
