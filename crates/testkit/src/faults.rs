@@ -8,6 +8,11 @@
 //!   towards the client (it forwards exactly N, then resets both sides),
 //! - stall a direction of every connection (a black hole: nothing is read,
 //!   nothing forwarded, the sockets stay open) until healed,
+//! - cut the next NEW connection that carries more than N bytes towards the
+//!   client (connections open before are left alone): with a small N, a
+//!   reset during the backend's greeting or authentication exchange,
+//! - delay a direction (each chunk forwarded `latency ± jitter` after it was
+//!   read, order preserved) and limit its bandwidth (bytes per second),
 //! - black-hole new connections (accepted, no byte either way, the upstream
 //!   not even dialled) until healed,
 //! - refuse new connections (accepted and reset at once),
@@ -17,20 +22,25 @@
 //! side; the fault state is a `watch` every direction follows, so a change reaches connections already
 //! open. Its own tests are in `tests/faults.rs`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// The largest chunk one read takes.
 const CHUNK: usize = 16 * 1024;
+/// The most a delayed or limited direction holds read but not yet
+/// forwarded; above it, it stops reading (the sender sees backpressure).
+const MAX_QUEUED: usize = 256 * 1024;
 
 /// A direction of the traffic through the relay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,8 +58,36 @@ struct Faults {
     hold_new: bool,
     stall_to_client: bool,
     stall_to_server: bool,
-    /// Armed cut: (its number, the bytes towards the client it lets pass).
-    cut: Option<(u64, u64)>,
+    /// The armed cut, if any.
+    cut: Option<Cut>,
+    to_client: Shape,
+    to_server: Shape,
+}
+
+/// A one-shot cut armed by the handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cut {
+    /// Its number: a connection claims it once.
+    number: u64,
+    /// The bytes towards the client it lets pass.
+    bytes: u64,
+    /// Only connections numbered from this one on count.
+    first_connection: u64,
+}
+
+/// How one direction is slowed down.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Shape {
+    latency: Duration,
+    jitter: Duration,
+    /// Bytes per second, if limited.
+    rate: Option<u64>,
+}
+
+impl Shape {
+    fn is_plain(&self) -> bool {
+        *self == Shape::default()
+    }
 }
 
 /// The state the relay's tasks share with its handle.
@@ -138,8 +176,55 @@ impl FaultRelay {
     /// exactly `bytes` of them, then is reset on both sides. Connections
     /// that stay below it are left alone.
     pub fn cut_after_server_bytes(&self, bytes: u64) {
-        let n = self.shared.next_cut.fetch_add(1, Ordering::SeqCst) + 1;
-        self.shared.faults.send_modify(|f| f.cut = Some((n, bytes)));
+        self.arm_cut(bytes, 0);
+    }
+
+    /// Arms a one-shot cut like [`cut_after_server_bytes`](Self::cut_after_server_bytes),
+    /// but only for connections accepted from now on: the first of them
+    /// to carry more than `bytes` towards the client forwards exactly
+    /// `bytes`, then is reset on both sides. With a small `bytes`, that is a
+    /// reset in the middle of the server's greeting or of the
+    /// authentication exchange of a new connection.
+    pub fn cut_next_connection_after_server_bytes(&self, bytes: u64) {
+        let first = self.shared.next_id.load(Ordering::SeqCst);
+        self.arm_cut(bytes, first);
+    }
+
+    fn arm_cut(&self, bytes: u64, first_connection: u64) {
+        let number = self.shared.next_cut.fetch_add(1, Ordering::SeqCst) + 1;
+        self.shared.faults.send_modify(|f| {
+            f.cut = Some(Cut {
+                number,
+                bytes,
+                first_connection,
+            })
+        });
+    }
+
+    /// Delays `direction` on every connection, open now or later: each
+    /// chunk read is forwarded `latency ± jitter` (uniform) after it was
+    /// read, never before the chunk read before it (order is preserved),
+    /// until healed.
+    pub fn delay(&self, direction: Direction, latency: Duration, jitter: Duration) {
+        self.shape(direction, |s| {
+            s.latency = latency;
+            s.jitter = jitter.min(latency);
+        });
+    }
+
+    /// Limits `direction` of every connection, open now or later, to
+    /// `bytes_per_second` (at least 1) each, until healed.
+    pub fn limit_bandwidth(&self, direction: Direction, bytes_per_second: u64) {
+        self.shape(direction, |s| s.rate = Some(bytes_per_second.max(1)));
+    }
+
+    fn shape(&self, direction: Direction, change: impl FnOnce(&mut Shape)) {
+        self.shared.faults.send_modify(|f| {
+            change(match direction {
+                Direction::ToClient => &mut f.to_client,
+                Direction::ToServer => &mut f.to_server,
+            })
+        });
     }
 
     /// Stops forwarding `direction` on every connection, open now or later
@@ -164,7 +249,8 @@ impl FaultRelay {
     }
 
     /// Clears every fault: stalled and held connections flow again, new
-    /// ones are forwarded, an armed cut is disarmed.
+    /// ones are forwarded, an armed cut is disarmed, delays and limits end
+    /// (chunks already delayed still leave at their time).
     pub fn heal(&self) {
         self.shared.faults.send_replace(Faults::default());
     }
@@ -229,7 +315,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             .insert(id, Some(kill));
         let shared = shared.clone();
         tokio::spawn(async move {
-            serve(&shared, client, killed).await;
+            serve(&shared, id, client, killed).await;
             shared.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
             shared.gone.notify_waiters();
         });
@@ -245,7 +331,7 @@ enum End {
 }
 
 /// One connection, from accept to close.
-async fn serve(shared: &Shared, client: TcpStream, mut killed: oneshot::Receiver<()>) {
+async fn serve(shared: &Shared, id: u64, client: TcpStream, mut killed: oneshot::Receiver<()>) {
     let mut faults = shared.faults.subscribe();
     if faults.borrow_and_update().hold_new {
         loop {
@@ -275,8 +361,8 @@ async fn serve(shared: &Shared, client: TcpStream, mut killed: oneshot::Receiver
     let (mut server_r, mut server_w) = server.into_split();
     let end = tokio::select! {
         _ = &mut killed => End::Reset,
-        end = pump(shared, Direction::ToServer, &mut client_r, &mut server_w, faults.clone()) => end,
-        end = pump(shared, Direction::ToClient, &mut server_r, &mut client_w, faults) => end,
+        end = pump(shared, id, Direction::ToServer, &mut client_r, &mut server_w, faults.clone()) => end,
+        end = pump(shared, id, Direction::ToClient, &mut server_r, &mut client_w, faults) => end,
     };
     if let End::Reset = end {
         // Whole again first: a write half dropped on its own sends a FIN.
@@ -288,11 +374,22 @@ async fn serve(shared: &Shared, client: TcpStream, mut killed: oneshot::Receiver
     }
 }
 
-/// Forwards one direction under the faults until its side ends or a fault
-/// resets the connection. Each direction runs on its own, so a full socket
-/// one way never blocks the other.
+/// A chunk read, waiting for its time to be forwarded.
+struct Pending {
+    due: Instant,
+    bytes: Vec<u8>,
+    /// The cut ends the connection once this chunk is written.
+    cut: bool,
+}
+
+/// Forwards one direction of connection `id` under the faults until its
+/// side ends or a fault resets the connection. Each direction runs on its
+/// own, so a full socket one way never blocks the other. A chunk read is
+/// queued with the time it is due (now, or later under a delay or a
+/// bandwidth limit) and written in order when due.
 async fn pump(
     shared: &Shared,
+    id: u64,
     direction: Direction,
     from: &mut OwnedReadHalf,
     to: &mut OwnedWriteHalf,
@@ -301,46 +398,120 @@ async fn pump(
     let mut buf = vec![0u8; CHUNK];
     // The armed cut this direction counts for: (its number, bytes left).
     let mut counting: Option<(u64, u64)> = None;
+    let mut queue: VecDeque<Pending> = VecDeque::new();
+    let mut queued = 0usize;
+    // Nothing more is read: the side ended, or a cut is queued.
+    let mut done_reading = false;
+    // When the last chunk is due, and when the bandwidth allows the next.
+    let mut last_due = Instant::now();
+    let mut free_at = Instant::now();
+    let mut rng = Jitter::new(id, direction);
     loop {
         let f = *faults.borrow_and_update();
-        let stalled = match direction {
-            Direction::ToClient => f.stall_to_client,
-            Direction::ToServer => f.stall_to_server,
+        let (stalled, shape) = match direction {
+            Direction::ToClient => (f.stall_to_client, f.to_client),
+            Direction::ToServer => (f.stall_to_server, f.to_server),
         };
         counting = match (f.cut, counting) {
             _ if direction == Direction::ToServer => None,
-            (Some((n, _)), Some((m, left))) if n == m => Some((m, left)),
-            (cut, _) => cut,
+            (Some(c), _) if id < c.first_connection => None,
+            (Some(c), Some((m, left))) if c.number == m => Some((m, left)),
+            (cut, _) => cut.map(|c| (c.number, c.bytes)),
         };
-        let n = tokio::select! {
+        let want = match shape.rate {
+            // About 20 chunks a second under a limit.
+            Some(rate) => usize::try_from(rate / 20).unwrap_or(CHUNK).clamp(256, CHUNK),
+            None => CHUNK,
+        };
+        let front_due = queue.front().map(|p| p.due);
+        let can_read = !stalled && !done_reading && queued < MAX_QUEUED;
+        tokio::select! {
+            biased;
             changed = faults.changed() => {
                 if changed.is_err() {
                     return End::Reset;
                 }
-                continue;
             }
-            read = from.read(&mut buf), if !stalled => match read {
-                Ok(0) => return End::Close,
-                Ok(n) => n,
-                Err(e) => return end_of(&e),
-            },
-        };
-        let mut pass = n;
-        let mut cut = false;
-        if let Some((number, left)) = counting {
-            if (n as u64) > left && claim(shared, number) {
-                pass = usize::try_from(left).unwrap_or(n);
-                cut = true;
+            () = tokio::time::sleep_until(front_due.unwrap_or(last_due)), if !stalled && front_due.is_some() => {
+                let Some(p) = queue.pop_front() else { continue };
+                queued -= p.bytes.len();
+                if let Err(e) = to.write_all(&p.bytes).await {
+                    return end_of(&e);
+                }
+                if p.cut {
+                    shared.cuts.fetch_add(1, Ordering::SeqCst);
+                    return End::Reset;
+                }
+                if done_reading && queue.is_empty() {
+                    return End::Close;
+                }
             }
-            counting = Some((number, left.saturating_sub(n as u64)));
+            read = from.read(&mut buf[..want]), if can_read => {
+                let n = match read {
+                    Ok(0) => {
+                        done_reading = true;
+                        if queue.is_empty() {
+                            return End::Close;
+                        }
+                        continue;
+                    }
+                    Ok(n) => n,
+                    Err(e) => return end_of(&e),
+                };
+                let mut pass = n;
+                let mut cut = false;
+                if let Some((number, left)) = counting {
+                    if (n as u64) > left && claim(shared, number) {
+                        pass = usize::try_from(left).unwrap_or(n);
+                        cut = true;
+                        done_reading = true;
+                    }
+                    counting = Some((number, left.saturating_sub(n as u64)));
+                }
+                let now = Instant::now();
+                let mut due = if shape.is_plain() { now } else { now + rng.delay(&shape) };
+                due = due.max(last_due);
+                if let Some(rate) = shape.rate {
+                    due = due.max(free_at);
+                    free_at = due + Duration::from_secs_f64(pass as f64 / rate as f64);
+                }
+                last_due = due;
+                queued += pass;
+                queue.push_back(Pending {
+                    due,
+                    bytes: buf[..pass].to_vec(),
+                    cut,
+                });
+            }
         }
-        if let Err(e) = to.write_all(&buf[..pass]).await {
-            return end_of(&e);
+    }
+}
+
+/// A small xorshift generator for the jitter, seeded per connection and
+/// direction (no dependency for it).
+struct Jitter(u64);
+
+impl Jitter {
+    fn new(id: u64, direction: Direction) -> Jitter {
+        let seed = (id + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (direction as u64 + 1);
+        Jitter(seed | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// `latency ± jitter`, uniform.
+    fn delay(&mut self, shape: &Shape) -> Duration {
+        let jitter = u64::try_from(shape.jitter.as_micros()).unwrap_or(u64::MAX / 4);
+        if jitter == 0 {
+            return shape.latency;
         }
-        if cut {
-            shared.cuts.fetch_add(1, Ordering::SeqCst);
-            return End::Reset;
-        }
+        let offset = self.next() % (2 * jitter + 1);
+        (shape.latency + Duration::from_micros(offset)).saturating_sub(Duration::from_micros(jitter))
     }
 }
 
@@ -355,7 +526,7 @@ fn claim(shared: &Shared, number: u64) -> bool {
         .is_ok();
     if took {
         shared.faults.send_modify(|f| {
-            if f.cut.is_some_and(|(n, _)| n == number) {
+            if f.cut.is_some_and(|c| c.number == number) {
                 f.cut = None;
             }
         });

@@ -2,7 +2,9 @@
 //! forwards both ways, resets every open connection on command, cuts the
 //! connection that passes N bytes towards the client after exactly N,
 //! stalls a direction and black-holes or refuses new connections until
-//! healed, and then lets everything through again.
+//! healed, and then lets everything through again; delays hold chunks at
+//! least the latency and keep their order, a bandwidth limit slows a
+//! transfer, and a cut of the next connection spares open ones.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -181,4 +183,109 @@ async fn refused_connections_are_reset_at_once_and_accepted_again_after_heal() {
     relay.heal();
     let mut t = TcpStream::connect(relay.addr()).await.unwrap();
     assert_eq!(round_trip(&mut t, b"ok").await.unwrap(), b"ok");
+}
+
+#[tokio::test]
+async fn a_delay_holds_each_chunk_at_least_the_latency_and_keeps_the_order() {
+    let relay = FaultRelay::start(echo_server().await).await.unwrap();
+    let mut s = TcpStream::connect(relay.addr()).await.unwrap();
+    round_trip(&mut s, b"warm").await.unwrap();
+    relay.delay(Direction::ToClient, Duration::from_millis(100), Duration::ZERO);
+    let started = std::time::Instant::now();
+    assert_eq!(round_trip(&mut s, b"slow").await.unwrap(), b"slow");
+    assert!(
+        started.elapsed() >= Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Jitter both ways: many small writes come back whole and in order.
+    relay.delay(
+        Direction::ToClient,
+        Duration::from_millis(20),
+        Duration::from_millis(15),
+    );
+    relay.delay(
+        Direction::ToServer,
+        Duration::from_millis(20),
+        Duration::from_millis(15),
+    );
+    let mut sent = Vec::new();
+    let started = std::time::Instant::now();
+    for i in 0..200u32 {
+        let msg = i.to_be_bytes();
+        s.write_all(&msg).await.unwrap();
+        sent.extend_from_slice(&msg);
+        if i % 20 == 0 {
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+    }
+    let mut got = vec![0u8; sent.len()];
+    tokio::time::timeout(SOON, s.read_exact(&mut got))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, sent);
+    // Each way at least latency - jitter.
+    assert!(
+        started.elapsed() >= Duration::from_millis(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    relay.heal();
+    assert_eq!(round_trip(&mut s, b"fast").await.unwrap(), b"fast");
+}
+
+#[tokio::test]
+async fn a_bandwidth_limit_slows_a_transfer_and_delivers_it_whole() {
+    const LEN: usize = 200_000;
+    let relay = FaultRelay::start(blob_server(LEN).await).await.unwrap();
+    relay.limit_bandwidth(Direction::ToClient, 400_000);
+    let started = std::time::Instant::now();
+    let mut s = TcpStream::connect(relay.addr()).await.unwrap();
+    let mut all = vec![0u8; LEN];
+    tokio::time::timeout(SOON, s.read_exact(&mut all))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(all.iter().all(|&b| b == 7));
+    // 200 kB at 400 kB/s: about half a second (the first chunk is free).
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_cut_of_the_next_connection_leaves_open_ones_alone_and_resets_a_new_one_early() {
+    let relay = FaultRelay::start(blob_server(1000).await).await.unwrap();
+    let mut open = TcpStream::connect(relay.addr()).await.unwrap();
+    connected(&relay, 1).await;
+    relay.cut_next_connection_after_server_bytes(10);
+    let mut all = vec![0u8; 1000];
+    tokio::time::timeout(SOON, open.read_exact(&mut all))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(relay.cuts(), 0);
+
+    let mut new = TcpStream::connect(relay.addr()).await.unwrap();
+    let mut got = 0usize;
+    let mut buf = [0u8; 1000];
+    let err = tokio::time::timeout(SOON, async {
+        loop {
+            match new.read(&mut buf).await {
+                Ok(0) => panic!("a clean end after {got} bytes"),
+                Ok(n) => got += n,
+                Err(e) => return e,
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset);
+    assert_eq!(got, 10);
+    assert_eq!(relay.cuts(), 1);
 }

@@ -1,14 +1,19 @@
-//! The fault cases, each for both engines: a connection cut mid-result,
-//! black-holed new connections, idle pooled connections reset by the
-//! network, and refused connections. Each ends by checking that fresh
-//! clients are served on every endpoint and that no lease leaked.
+//! The fault cases, each for both engines: a connection cut mid-result
+//! and mid-COPY (MariaDB: mid binary-protocol result), black-holed new
+//! connections, idle pooled connections reset by the network, refused
+//! connections, a reset during a new connection's authentication, and (in
+//! `slow`) latency with jitter and a bandwidth limit. Each ends by checking that fresh
+//! clients are served on every endpoint, that no lease leaked, and that
+//! the process's file descriptors are back near their baseline.
 
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use mysql_async::prelude::Queryable;
+use tokio_postgres::SimpleQueryMessage;
 
-use crate::{BOUND, Ctx, Proxy, my_code, sqlstate};
+use crate::{BOUND, Ctx, Proxy, my_code, open_fds, slow, sqlstate};
 
 pub fn cases() -> Vec<(&'static str, gatehouse_testkit::trials::Case<Ctx>)> {
     vec![
@@ -22,15 +27,39 @@ pub fn cases() -> Vec<(&'static str, gatehouse_testkit::trials::Case<Ctx>)> {
             idle_reset,
         ),
         ("a_refused_backend_is_reported_and_recovers", refused),
+        (
+            "a_cut_mid_copy_or_binary_result_ends_only_that_clients_statement_with_the_engines_error",
+            cut_mid_copy,
+        ),
+        (
+            "a_reset_during_backend_authentication_is_retried_or_reported_within_the_timeouts",
+            reset_during_auth,
+        ),
+        (
+            "latency_and_jitter_keep_results_correct_and_in_order_and_pools_reuse_connections",
+            slow::latency_and_jitter,
+        ),
+        (
+            "a_bandwidth_limit_delivers_a_large_result_whole_and_correct",
+            slow::bandwidth_limit,
+        ),
     ]
 }
 
+/// Cases run one at a time, so that a case's file descriptors are its own.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// File descriptors a case may leave open beyond its baseline (the
+/// runtime's and the logger's lazily made ones).
+const FD_SLACK: usize = 4;
+
 /// Runs `case` on a runtime of its own against a proxy of its own.
-fn with_proxy<F, Fut>(ctx: &Ctx, name: &str, case: F) -> Result<()>
+pub fn with_proxy<F, Fut>(ctx: &Ctx, name: &str, case: F) -> Result<()>
 where
     F: FnOnce(Proxy) -> Fut,
     Fut: Future<Output = Result<Proxy>>,
 {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let baseline = open_fds()?;
     let rt = gatehouse_testkit::trials::runtime()?;
     rt.block_on(async {
         let proxy = Proxy::start(ctx, name).await?;
@@ -40,7 +69,21 @@ where
         proxy.still_serving().await?;
         proxy.no_lease_leaked().await?;
         proxy.stop().await
-    })
+    })?;
+    drop(rt);
+    // Sockets closed by the runtime's last tasks may take a moment.
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = open_fds()?;
+        tracing::debug!(name, baseline, now, "file descriptors");
+        if now <= baseline + FD_SLACK {
+            return Ok(());
+        }
+        if Instant::now() > until {
+            bail!("{now} file descriptors open after the case, {baseline} before");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// About 20 MB of rows.
@@ -282,4 +325,191 @@ fn refused(ctx: &Ctx) -> Result<()> {
         drop((pg, my));
         Ok(p)
     })
+}
+
+/// COPY out of about 20 MB.
+const PG_BIG_COPY: &str = "COPY (SELECT g, repeat('x', 100) FROM generate_series(1, 200000) g) TO STDOUT";
+/// About 20 MB of rows through a prepared statement (binary protocol).
+const MY_BIG_PREPARED: &str = "SELECT seq, REPEAT('x', ?) FROM seq_1_to_200000";
+
+fn cut_mid_copy(ctx: &Ctx) -> Result<()> {
+    use futures_util::StreamExt;
+    with_proxy(ctx, "cut_mid_copy", |p| async move {
+        // PostgreSQL: a COPY TO STDOUT cut mid-way.
+        let other = p.pg("pgc").await?;
+        other.simple_query("BEGIN").await?;
+        other.simple_query("SELECT 1").await?;
+        let victim = p.pg("pgc").await?;
+        p.pg_relay.cut_after_server_bytes(CUT_AT);
+        let copy = async {
+            let stream = victim.copy_out(PG_BIG_COPY).await?;
+            let mut stream = std::pin::pin!(stream);
+            let mut got = 0usize;
+            while let Some(chunk) = stream.next().await {
+                got += chunk?.len();
+            }
+            Ok::<usize, tokio_postgres::Error>(got)
+        };
+        let (cut, others) = tokio::join!(copy, async {
+            for i in 0..20 {
+                other.simple_query(&format!("SELECT {i}")).await?;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            other.simple_query("COMMIT").await
+        });
+        let err = match cut {
+            Ok(bytes) => bail!("the cut COPY came whole ({bytes} bytes)"),
+            Err(e) => e,
+        };
+        ensure!(
+            p.pg_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.pg_relay.cuts()
+        );
+        let code = sqlstate(&err).map_err(|e| anyhow::anyhow!("no SQLSTATE on the cut COPY: {e}"))?;
+        ensure!(code == "08006", "cut COPY got SQLSTATE {code}");
+        others.context("the other session's transaction failed")?;
+        victim
+            .simple_query("SELECT 1")
+            .await
+            .context("the victim's next statement")?;
+        other
+            .simple_query("SELECT 'after'")
+            .await
+            .context("the other session after the cut")?;
+
+        // MariaDB has no COPY: a large prepared-statement result (binary
+        // protocol) cut mid-way.
+        let mut other = p.my("myc").await?;
+        other.query_drop("START TRANSACTION").await?;
+        other.query_drop("SELECT 1").await?;
+        let mut victim = p.my("myc").await?;
+        let stmt = victim.prep(MY_BIG_PREPARED).await?;
+        p.my_relay.cut_after_server_bytes(CUT_AT);
+        let (cut, others) = tokio::join!(victim.exec::<(u64, String), _, _>(&stmt, (100u32,)), async {
+            for i in 0..20 {
+                other.query_drop(format!("SELECT {i}")).await?;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            other.query_drop("COMMIT").await
+        });
+        let err = match cut {
+            Ok(rows) => bail!("the cut result came whole ({} rows)", rows.len()),
+            Err(e) => e,
+        };
+        ensure!(
+            p.my_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.my_relay.cuts()
+        );
+        let code = my_code(&err).map_err(|e| anyhow::anyhow!("no error packet on the cut result: {e}"))?;
+        ensure!(code == 1053, "cut result got error {code}: {err}");
+        others.context("the other session's transaction failed")?;
+        let one: Option<u32> = other.query_first("SELECT 1").await?;
+        ensure!(one == Some(1));
+        // As for a text result: the proxy ends the session after the error.
+        let next = tokio::time::timeout(BOUND, victim.query_drop("SELECT 1")).await;
+        ensure!(
+            matches!(next, Ok(Err(_))),
+            "the victim's session went on after a cut reply"
+        );
+        drop((victim, other));
+        Ok(p)
+    })
+}
+
+/// Where the relay cuts a new PostgreSQL connection: inside the SCRAM
+/// exchange (AuthenticationSASL is 24 bytes, SASLContinue follows).
+const PG_AUTH_CUT: u64 = 30;
+/// Where it cuts a new MariaDB connection: inside the server's greeting
+/// (its handshake packet, the first step of authentication).
+const MY_AUTH_CUT: u64 = 20;
+/// The relayed clusters' connect timeout and failover hold, and slack.
+const CONNECT_AND_HOLD: Duration = Duration::from_secs(1 + 2 + 2);
+
+fn reset_during_auth(ctx: &Ctx) -> Result<()> {
+    with_proxy(ctx, "reset_during_auth", |p| async move {
+        let pg = p.pg("pgc").await?;
+        pg.simple_query("SELECT 1").await?;
+        let mut my = p.my("myc").await?;
+        my.query_drop("SELECT 1").await?;
+        // The pooled connections die: the next transaction needs a new one.
+        p.pg_relay.reset_all().await;
+        p.my_relay.reset_all().await;
+        let pg_before = p.connects("pgc");
+        let my_before = p.connects("myc");
+        p.pg_relay.cut_next_connection_after_server_bytes(PG_AUTH_CUT);
+        p.my_relay.cut_next_connection_after_server_bytes(MY_AUTH_CUT);
+
+        let started = Instant::now();
+        let pg_result = tokio::time::timeout(BOUND, pg.simple_query("BEGIN; SELECT 2; COMMIT"))
+            .await
+            .context("PostgreSQL hung")?;
+        let pg_took = started.elapsed();
+        ensure!(
+            p.pg_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.pg_relay.cuts()
+        );
+        ensure!(pg_took < CONNECT_AND_HOLD, "PostgreSQL took {pg_took:?}");
+        if let Err(e) = &pg_result {
+            let code = sqlstate(e).map_err(|e| anyhow::anyhow!("no SQLSTATE: {e}"))?;
+            ensure!(code.starts_with("08"), "reset during auth gave SQLSTATE {code}");
+        }
+        let pg_after = p.connects("pgc");
+        ensure!(
+            pg_after.1 > pg_before.1,
+            "the cut connection was not counted as failed: {pg_before:?} -> {pg_after:?}"
+        );
+        ensure!(
+            pg_result.is_err() || pg_after.0 > pg_before.0,
+            "PostgreSQL succeeded without a new connection: {pg_before:?} -> {pg_after:?}"
+        );
+
+        let started = Instant::now();
+        let my_result = tokio::time::timeout(BOUND, my.query_drop("SELECT 2"))
+            .await
+            .context("MariaDB hung")?;
+        let my_took = started.elapsed();
+        ensure!(
+            p.my_relay.cuts() == 1,
+            "the relay cut {} connections",
+            p.my_relay.cuts()
+        );
+        ensure!(my_took < CONNECT_AND_HOLD, "MariaDB took {my_took:?}");
+        if let Err(e) = &my_result {
+            let code = my_code(e).map_err(|e| anyhow::anyhow!("no error packet: {e}"))?;
+            ensure!(code == 1053, "reset during auth gave error {code}: {e}");
+        }
+        let my_after = p.connects("myc");
+        ensure!(
+            my_after.1 > my_before.1,
+            "the cut connection was not counted as failed: {my_before:?} -> {my_after:?}"
+        );
+        ensure!(
+            my_result.is_err() || my_after.0 > my_before.0,
+            "MariaDB succeeded without a new connection: {my_before:?} -> {my_after:?}"
+        );
+        tracing::info!(?pg_result, ?my_result, ?pg_took, ?my_took, "after a reset during auth");
+
+        // The sessions go on (the cut is one-shot).
+        p.no_lease_leaked().await?;
+        pg.simple_query("SELECT 3")
+            .await
+            .context("the PostgreSQL session after")?;
+        my.query_drop("SELECT 3").await.context("the MariaDB session after")?;
+        drop((pg, my));
+        Ok(p)
+    })
+}
+
+/// The values of the rows of a simple query's reply, as text.
+pub fn pg_rows(messages: &[SimpleQueryMessage]) -> Vec<Vec<String>> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).unwrap_or("NULL").to_owned()).collect()),
+            _ => None,
+        })
+        .collect()
 }

@@ -7,9 +7,15 @@
 //! one mid-result, black-holes or refuses new ones; the cases check that
 //! only the sessions on a broken connection see an error, and the engine's
 //! proper one, that other sessions go on, that no lease leaks, and that the
-//! proxy serves new clients afterwards.
+//! proxy serves new clients afterwards. The relay also slows the network
+//! down (latency with jitter, a bandwidth limit) and resets a new backend
+//! connection during its authentication; those cases check that results
+//! stay whole and correct, and that pooled connections are reused. Every
+//! case ends with the process's file descriptors back near where they
+//! were before it.
 
 mod cases;
+mod slow;
 // The proxy runs in-process here: of the binary's helpers, the cases take
 // `hash-password` and the configuration.
 #[allow(dead_code)]
@@ -168,6 +174,17 @@ impl Proxy {
         pg + my
     }
 
+    /// Backend connections the proxy's pools have opened, and failed to
+    /// open, to `cluster`'s backends so far.
+    pub fn connects(&self, cluster: &str) -> (u64, u64) {
+        let pg = self.pg.pools.backend_connects();
+        let my = self.my.pools.backend_connects();
+        pg.iter()
+            .chain(my.iter())
+            .filter(|c| c.cluster == cluster)
+            .fold((0, 0), |(o, f), c| (o + c.opened, f + c.failed))
+    }
+
     /// Waits (within [`BOUND`]) until no lease is out: none leaked.
     pub async fn no_lease_leaked(&self) -> Result<()> {
         let until = tokio::time::Instant::now() + BOUND;
@@ -215,6 +232,11 @@ pub fn sqlstate(e: &tokio_postgres::Error) -> std::result::Result<String, String
     e.as_db_error()
         .map(|d| d.code().code().to_owned())
         .ok_or_else(|| format!("{e}"))
+}
+
+/// File descriptors open in this process now (the proxy runs in it).
+pub fn open_fds() -> Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/fd")?.count())
 }
 
 /// The MariaDB error code of a mysql_async error, or what it was instead.
