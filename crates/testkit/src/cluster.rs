@@ -29,6 +29,9 @@ pub(crate) struct State {
     pub mysql_primary: Option<String>,
     /// The TLS files every server uses, when started with [`Options::tls`].
     pub tls: Option<tls::Files>,
+    /// Where the PostgreSQL binaries are, when not the host's own
+    /// ([`Options::pg_bindir`]).
+    pub pg_bindir: Option<PathBuf>,
 }
 
 /// A set of real database servers under one directory. Dropping it stops
@@ -57,7 +60,7 @@ impl Cluster {
         if dir.join(ENV_FILE).exists() {
             remove_stopped_cluster(&dir)?;
         }
-        let tools = Tools::detect()?;
+        let tools = Tools::detect(opts.pg_bindir.as_deref())?;
         make_traversable(&tools, &dir)?;
         let tls = if opts.tls {
             Some(tls::generate(&tools, &dir)?)
@@ -75,6 +78,7 @@ impl Cluster {
                 pg_primary: None,
                 mysql_primary: None,
                 tls,
+                pg_bindir: opts.pg_bindir.clone(),
             },
             tools,
             detached: false,
@@ -180,8 +184,8 @@ impl Cluster {
             .with_context(|| format!("cannot read {} (is a cluster up there?)", path.display()))?;
         let st = env_file::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
         Ok(Cluster {
+            tools: Tools::detect(st.pg_bindir.as_deref())?,
             st,
-            tools: Tools::detect()?,
             detached: true,
         })
     }

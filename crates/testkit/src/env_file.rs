@@ -85,6 +85,9 @@ pub(crate) fn render(st: &State) -> String {
     if let Some(f) = &st.tls {
         put("GH_TLS_CA", &f.ca.to_string_lossy());
     }
+    if let Some(dir) = &st.pg_bindir {
+        put("GH_PG_BINDIR", &dir.to_string_lossy());
+    }
     for engine in [Engine::Postgres, Engine::Mysql] {
         let p = engine_prefix(engine);
         let (user, password, max_conn, primary) = match engine {
@@ -132,6 +135,7 @@ pub(crate) fn parse(text: &str) -> Result<State> {
         pg_primary: map.get("GH_PG_PRIMARY").cloned(),
         mysql_primary: map.get("GH_MYSQL_PRIMARY").cloned(),
         tls: map.get("GH_TLS_CA").map(|ca| tls::Files::beside(ca.into())),
+        pg_bindir: map.get("GH_PG_BINDIR").map(PathBuf::from),
     };
     for engine in [Engine::Postgres, Engine::Mysql] {
         let p = engine_prefix(engine);
@@ -199,6 +203,7 @@ mod tests {
             pg_primary: Some("pg0".into()),
             mysql_primary: None,
             tls: Some(tls::Files::under("/tmp/x y".as_ref())),
+            pg_bindir: Some("/var/tmp/pg 17/bin".into()),
         };
         let text = render(&st);
         assert!(text.contains("GH_PG_PRIMARY_PORT=20001\n"), "{text}");

@@ -77,6 +77,9 @@ pub struct Options {
     /// with a certificate from a CA generated for the cluster; see
     /// [`Cluster::tls_ca`].
     pub tls: bool,
+    /// PostgreSQL binaries other than the host's (a newer server, say);
+    /// `None`: `GH_PG_BINDIR` or the installed PostgreSQL 15.
+    pub pg_bindir: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -89,6 +92,7 @@ impl Default for Options {
             mysql_replicas: 0,
             mysql_max_connections: 200,
             tls: false,
+            pg_bindir: None,
         }
     }
 }

@@ -62,6 +62,10 @@ enum Cmd {
         /// CA in cluster.env as GH_TLS_CA); plain connections still work.
         #[arg(long)]
         tls: bool,
+        /// PostgreSQL server binaries other than the host's (for example
+        /// PostgreSQL 17's, from `scripts/pg17/setup.sh`).
+        #[arg(long)]
+        pg_bindir: Option<PathBuf>,
     },
     /// One line per server: name, engine, role, address, up/down.
     Status(DirArg),
@@ -117,6 +121,7 @@ fn main() -> Result<()> {
             pg_max_connections,
             mysql_max_connections,
             tls,
+            pg_bindir,
         } => {
             if no_pg && pg_replicas > 0 {
                 anyhow::bail!("--pg-replicas conflicts with --no-pg");
@@ -129,6 +134,7 @@ fn main() -> Result<()> {
                 mysql_replicas,
                 mysql_max_connections,
                 tls,
+                pg_bindir,
             };
             let mut c = Cluster::up(&dir.dir, &opts)?;
             c.detach();

@@ -23,7 +23,9 @@ pub(crate) struct Tools {
 }
 
 impl Tools {
-    pub(crate) fn detect() -> Result<Tools> {
+    /// The host's tools; PostgreSQL's from `pg_bindir` when given, else
+    /// from `GH_PG_BINDIR` or the installed server (15 preferred).
+    pub(crate) fn detect(pg_bindir: Option<&Path>) -> Result<Tools> {
         let root = run(Command::new("id").arg("-u"))? == "0";
         let pg_owner = if root {
             let uid = run(Command::new("id").args(["-u", "postgres"]))
@@ -35,7 +37,7 @@ impl Tools {
         };
         Ok(Tools {
             pg_owner,
-            pg_bindir: pg_bindir(),
+            pg_bindir: pg_bindir.map_or_else(default_pg_bindir, Path::to_path_buf),
         })
     }
 
@@ -58,9 +60,16 @@ impl Tools {
         cmd
     }
 
-    /// Path of a PostgreSQL binary (client tools are run directly).
+    /// Path of a PostgreSQL binary (client tools are run directly). A
+    /// server-only build ([`crate::Options::pg_bindir`]) lends its client
+    /// tools (psql, pg_basebackup) from the host's PostgreSQL.
     pub(crate) fn pg_bin(&self, bin: &str) -> PathBuf {
-        self.pg_bindir.join(bin)
+        let path = self.pg_bindir.join(bin);
+        if path.exists() {
+            path
+        } else {
+            default_pg_bindir().join(bin)
+        }
     }
 
     /// Hand a path we created over to the PostgreSQL server user.
@@ -79,7 +88,7 @@ impl Tools {
     }
 }
 
-fn pg_bindir() -> PathBuf {
+fn default_pg_bindir() -> PathBuf {
     if let Some(dir) = std::env::var_os("GH_PG_BINDIR") {
         return dir.into();
     }

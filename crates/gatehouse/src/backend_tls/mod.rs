@@ -15,6 +15,12 @@
 //! * `verify-ca`: TLS, and the server's chain must lead to the CA file;
 //! * `verify-full`: `verify-ca`, and the certificate must name the host
 //!   (the backend's host, or `backend_tls_server_name`).
+//!
+//! PostgreSQL 17 also takes a TLS handshake straight after the TCP
+//! connection, without the SSLRequest round trip (`backend_tls_negotiation
+//! = "direct"`, libpq's `sslnegotiation=direct`); the ALPN protocol
+//! `postgresql` is then mandatory, and, as in libpq, only the modes that
+//! never fall back to plain text may use it.
 
 pub mod stream;
 
@@ -83,6 +89,36 @@ impl TlsMode {
     }
 }
 
+/// How a PostgreSQL connection asks for TLS (`backend_tls_negotiation`,
+/// libpq's `sslnegotiation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Negotiation {
+    /// An SSLRequest first, and the handshake once the server says `S`.
+    #[default]
+    Postgres,
+    /// The handshake straight away (PostgreSQL 17 and later).
+    Direct,
+}
+
+impl Negotiation {
+    pub const NAMES: [&'static str; 2] = ["postgres", "direct"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "postgres" => Some(Self::Postgres),
+            "direct" => Some(Self::Direct),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Postgres => "postgres",
+            Self::Direct => "direct",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BackendTlsError {
     #[error("backend_tls = \"{0}\" needs backend_tls_ca (the CA that signed the servers' certificates)")]
@@ -99,6 +135,13 @@ pub enum BackendTlsError {
     HalfPair,
     #[error("backend_tls_server_name \"{0}\" is neither a DNS name nor an IP address")]
     ServerName(String),
+    #[error(
+        "backend_tls_negotiation = \"direct\" needs backend_tls = \"require\", \"verify-ca\" or \"verify-full\" \
+         (with \"{0}\" a server without direct TLS would be asked again in plain text)"
+    )]
+    DirectNeedsRequire(&'static str),
+    #[error("backend_tls_negotiation = \"direct\" is PostgreSQL's (17 and later); this engine has no such handshake")]
+    DirectUnsupported,
     #[error("the backend TLS configuration is not valid: {0}")]
     Config(String),
 }
@@ -114,8 +157,10 @@ pub struct Source<'a> {
     /// instead of the backend's host.
     pub server_name: Option<&'a str>,
     /// ALPN protocol offered (PostgreSQL 17+ checks `postgresql` when
-    /// one is offered; earlier servers ignore it).
+    /// one is offered; earlier servers ignore it). An engine without one
+    /// cannot negotiate directly.
     pub alpn: Option<&'a [u8]>,
+    pub negotiation: Negotiation,
 }
 
 /// A cluster's backend TLS, ready for handshakes. Two are equal when they
@@ -124,6 +169,7 @@ pub struct Source<'a> {
 #[derive(Clone)]
 pub struct BackendTls {
     pub mode: TlsMode,
+    pub negotiation: Negotiation,
     connector: Option<tokio_rustls::TlsConnector>,
     server_name: Option<ServerName<'static>>,
     /// SHA-256 over the mode, the server name and every file's bytes.
@@ -150,6 +196,7 @@ impl Default for BackendTls {
     fn default() -> Self {
         build(&Source::default()).unwrap_or_else(|_| Self {
             mode: TlsMode::Disable,
+            negotiation: Negotiation::Postgres,
             connector: None,
             server_name: None,
             identity: [0; 32],
@@ -204,6 +251,15 @@ pub fn build(source: &Source<'_>) -> Result<BackendTls, BackendTlsError> {
     put(source.mode.as_str().as_bytes());
     put(source.server_name.unwrap_or_default().as_bytes());
     put(source.alpn.unwrap_or_default());
+    put(source.negotiation.as_str().as_bytes());
+    if source.negotiation == Negotiation::Direct {
+        if source.alpn.is_none() {
+            return Err(BackendTlsError::DirectUnsupported);
+        }
+        if !source.mode.requires() {
+            return Err(BackendTlsError::DirectNeedsRequire(source.mode.as_str()));
+        }
+    }
     let server_name = source
         .server_name
         .map(|n| ServerName::try_from(n.to_owned()).map_err(|_| BackendTlsError::ServerName(n.to_owned())))
@@ -237,6 +293,7 @@ pub fn build(source: &Source<'_>) -> Result<BackendTls, BackendTlsError> {
     if !source.mode.asks() {
         return Ok(BackendTls {
             mode: source.mode,
+            negotiation: source.negotiation,
             connector: None,
             server_name,
             identity,
@@ -249,6 +306,7 @@ pub fn build(source: &Source<'_>) -> Result<BackendTls, BackendTlsError> {
     }
     Ok(BackendTls {
         mode: source.mode,
+        negotiation: source.negotiation,
         connector: Some(tokio_rustls::TlsConnector::from(Arc::new(config))),
         server_name,
         identity,
@@ -267,21 +325,21 @@ fn client_config(
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(config_err)?;
-    let verifier: Arc<dyn ServerCertVerifier> = if mode.verifies() {
+    let chain = if mode.verifies() {
         let mut roots = RootCertStore::empty();
         for cert in ca.into_iter().flatten() {
             roots.add(cert).map_err(config_err)?;
         }
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
             .build()
             .map_err(|e| BackendTlsError::Config(e.to_string()))?;
-        if mode == TlsMode::VerifyFull {
-            webpki
-        } else {
-            Arc::new(ChainOnly { webpki })
-        }
+        Some(webpki)
     } else {
-        Arc::new(Unverified { provider })
+        None
+    };
+    let verifier: Arc<dyn ServerCertVerifier> = match chain {
+        Some(webpki) if mode == TlsMode::VerifyFull => webpki,
+        chain => Arc::new(Relaxed { provider, chain }),
     };
     let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
     match client {
@@ -290,24 +348,37 @@ fn client_config(
     }
 }
 
-/// `prefer` and `require`: any certificate is taken (as libpq takes it in
-/// these modes), but the handshake's signatures are still checked, so the
-/// session is with whoever holds that certificate's key.
+/// The verifier of the modes below `verify-full`. Without a chain to
+/// check (`prefer`, `require`) any certificate is taken, as libpq takes it
+/// in these modes; with one (`verify-ca`) the chain must lead to the CA
+/// (the web PKI verifier's checks, in its order: chain, validity, then
+/// name) and only a certificate that names another host is taken. Either
+/// way the handshake's signatures are checked, so the session is with
+/// whoever holds that certificate's key.
 #[derive(Debug)]
-struct Unverified {
+struct Relaxed {
     provider: Arc<CryptoProvider>,
+    chain: Option<Arc<WebPkiServerVerifier>>,
 }
 
-impl ServerCertVerifier for Unverified {
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(webpki) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -330,57 +401,6 @@ impl ServerCertVerifier for Unverified {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.provider.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca`: the chain must lead to the CA (the web PKI verifier's
-/// checks, in its order: chain, validity, then name); only a certificate
-/// that names another host is taken.
-#[derive(Debug)]
-struct ChainOnly {
-    webpki: Arc<WebPkiServerVerifier>,
-}
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .webpki
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
     }
 }
 

@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::BackendTls;
+use super::{BackendTls, Negotiation};
 use crate::error::{Condition, ProxyError};
 
 /// Why a TLS handshake with a server failed. Its text is for the log (a
@@ -76,7 +76,16 @@ impl BackendTls {
             Condition::BackendUnavailable,
             "could not connect to the database server",
         )
-        .with_detail(format!("{addr}: backend_tls = \"{}\": {e}", self.mode.as_str()));
+        .with_detail(match self.negotiation {
+            Negotiation::Postgres => format!("{addr}: backend_tls = \"{}\": {e}", self.mode.as_str()),
+            // A server before PostgreSQL 17 closes the connection on a
+            // ClientHello, which rustls reports as an early end of file.
+            Negotiation::Direct => format!(
+                "{addr}: backend_tls = \"{}\", backend_tls_negotiation = \"direct\" \
+                 (PostgreSQL 17 and later): {e}",
+                self.mode.as_str()
+            ),
+        });
         err.retry_safe = false;
         err
     }

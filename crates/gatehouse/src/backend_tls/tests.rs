@@ -100,6 +100,34 @@ fn verifying_modes_need_a_ca_and_files_must_hold_certificates() {
 }
 
 #[test]
+fn direct_negotiation_needs_alpn_and_a_mode_that_never_goes_plain() {
+    assert_eq!(Negotiation::parse("direct"), Some(Negotiation::Direct));
+    assert_eq!(Negotiation::parse("postgres"), Some(Negotiation::Postgres));
+    assert_eq!(Negotiation::parse("DIRECT"), None);
+    let direct = |mode, alpn| Source {
+        mode,
+        alpn,
+        negotiation: Negotiation::Direct,
+        ..Source::default()
+    };
+    for mode in [TlsMode::Disable, TlsMode::Prefer] {
+        let e = build(&direct(mode, Some(b"postgresql"))).unwrap_err();
+        assert!(matches!(e, BackendTlsError::DirectNeedsRequire(_)), "{mode:?}: {e}");
+    }
+    let e = build(&direct(TlsMode::Require, None)).unwrap_err();
+    assert!(matches!(e, BackendTlsError::DirectUnsupported), "{e}");
+    let tls = build(&direct(TlsMode::Require, Some(b"postgresql"))).unwrap();
+    assert_eq!(tls.negotiation, Negotiation::Direct);
+    // A change of negotiation is a change of the cluster's TLS.
+    let asked = build(&Source {
+        negotiation: Negotiation::Postgres,
+        ..direct(TlsMode::Require, Some(b"postgresql"))
+    })
+    .unwrap();
+    assert_ne!(tls, asked);
+}
+
+#[test]
 fn equal_only_when_built_from_the_same_mode_name_and_file_contents() {
     let dir = scratch("identity");
     let ca_path = write_ca(&dir, &Ca::new("first"));

@@ -9,7 +9,7 @@ use toml::Spanned;
 use super::model::*;
 use super::raw::*;
 use super::validate::*;
-use crate::backend_tls::{BackendTls, BackendTlsError, Source, TlsMode, build};
+use crate::backend_tls::{BackendTls, BackendTlsError, Negotiation, Source, TlsMode, build};
 
 pub(super) fn clusters(
     cx: &mut Ctx,
@@ -114,6 +114,20 @@ fn backend_tls(cx: &mut Ctx, c: &RawCluster, engine: EngineKind) -> BackendTls {
             TlsMode::default()
         }),
     };
+    let negotiation = match &c.backend_tls_negotiation {
+        None => Negotiation::default(),
+        Some(n) => Negotiation::parse(n.get_ref()).unwrap_or_else(|| {
+            cx.at(
+                n,
+                format!(
+                    "unknown backend_tls_negotiation \"{}\" (expected one of {})",
+                    n.get_ref(),
+                    Negotiation::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                ),
+            );
+            Negotiation::default()
+        }),
+    };
     let path = |p: &Option<Spanned<String>>| p.as_ref().map(|p| cx.base.join(p.get_ref()));
     let (ca, cert, key) = (
         path(&c.backend_tls_ca),
@@ -125,7 +139,8 @@ fn backend_tls(cx: &mut Ctx, c: &RawCluster, engine: EngineKind) -> BackendTls {
         ca: ca.as_deref(),
         client: cert.as_deref().zip(key.as_deref()),
         server_name: c.backend_tls_server_name.as_ref().map(|n| n.get_ref().as_str()),
-        alpn: (engine == EngineKind::Postgres).then_some(b"postgresql".as_slice()),
+        alpn: engine.tls_alpn(),
+        negotiation,
     };
     // Where an error points: the first of the keys it can be about.
     let at = [
@@ -145,6 +160,13 @@ fn backend_tls(cx: &mut Ctx, c: &RawCluster, engine: EngineKind) -> BackendTls {
     }
     match build(&source) {
         Ok(tls) => tls,
+        Err(e @ (BackendTlsError::DirectNeedsRequire(_) | BackendTlsError::DirectUnsupported)) => {
+            match &c.backend_tls_negotiation {
+                Some(n) => cx.at(n, e.to_string()),
+                None => fail(cx, e.to_string()),
+            }
+            BackendTls::default()
+        }
         Err(e) => {
             fail(cx, e.to_string());
             BackendTls::default()

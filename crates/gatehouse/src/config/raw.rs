@@ -123,6 +123,7 @@ pub struct RawCluster {
     pub backend_tls_cert: Option<Spanned<String>>,
     pub backend_tls_key: Option<Spanned<String>>,
     pub backend_tls_server_name: Option<Spanned<String>>,
+    pub backend_tls_negotiation: Option<Spanned<String>>,
     #[serde(default)]
     pub pool: RawPool,
 }

@@ -34,6 +34,10 @@ pub fn cases() -> Vec<(&'static str, Case)> {
             "backend_tls::cancels_reach_servers_that_require_tls",
             cancels_reach_servers_that_require_tls,
         ),
+        (
+            "backend_tls::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it",
+            crate::direct::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it,
+        ),
     ]
 }
 
@@ -42,7 +46,7 @@ pub fn cases() -> Vec<(&'static str, Case)> {
 /// fail the same way, have marked it down) no writer was found, or the
 /// server refused the login (MariaDB refuses a user without its required
 /// certificate as it refuses a wrong password).
-const UNREACHABLE: [&str; 3] = [
+pub const UNREACHABLE: [&str; 3] = [
     "could not connect to the database server",
     "no writable backend",
     "could not log in to the database server",

@@ -11,6 +11,7 @@
 //! case can look for the line that explains a refusal.
 
 mod cases;
+mod direct;
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -131,6 +131,17 @@ pub(super) const CLUSTERS: Section = Section {
                     backend's host (for servers reached by an address their certificate does not name).",
         },
         Key {
+            name: "backend_tls_negotiation",
+            kind: "string",
+            default: Some("postgres"),
+            about: "How a PostgreSQL connection asks for TLS, with libpq's `sslnegotiation` names: \
+                    `\"postgres\"` (an SSLRequest, then the handshake) or `\"direct\"` (the handshake \
+                    straight after the TCP connection, with ALPN `postgresql`: one round trip less; \
+                    PostgreSQL 17 and later, and only with `backend_tls` = `\"require\"` or a verifying \
+                    mode, so a server without it is never asked again in plain text). PostgreSQL \
+                    clusters only.",
+        },
+        Key {
             name: "pool",
             kind: "table",
             default: None,

@@ -1,10 +1,10 @@
 //! Unit tests for a cluster's `backend_tls` keys: the default, each mode,
-//! and every problem pointing at its line.
+//! direct negotiation, and every problem pointing at its line.
 
 use std::path::Path;
 
 use super::{good, problems};
-use crate::backend_tls::TlsMode;
+use crate::backend_tls::{Negotiation, TlsMode};
 use crate::config::parse;
 
 /// `good()` with `keys` added to its cluster.
@@ -23,6 +23,23 @@ fn backend_tls_is_prefer_by_default_and_each_mode_parses() {
         let s = parse(&with(&format!("backend_tls = \"{mode}\"")), Path::new(".")).unwrap();
         assert_eq!(s.clusters[0].backend_tls.mode.as_str(), mode);
     }
+}
+
+#[test]
+fn direct_negotiation_is_taken_from_require_up_on_postgresql_clusters_only() {
+    let s = parse(&good(), Path::new(".")).unwrap();
+    assert_eq!(s.clusters[0].backend_tls.negotiation, Negotiation::Postgres);
+    let keys = "backend_tls = \"require\"\nbackend_tls_negotiation = \"direct\"";
+    let s = parse(&with(keys), Path::new(".")).unwrap();
+    assert_eq!(s.clusters[0].backend_tls.negotiation, Negotiation::Direct);
+    let mysql = with(keys).replace("engine = \"postgres\"", "engine = \"mysql\"");
+    let found = problems(&mysql);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.message.contains("PostgreSQL's (17 and later)") && p.line.is_some()),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -46,6 +63,18 @@ fn backend_tls_problems_name_the_key_and_its_line() {
             "cannot read backend_tls_ca",
         ),
         ("backend_tls_server_name = \"not a name!\"", "neither a DNS name"),
+        (
+            "backend_tls_negotiation = \"tls\"",
+            "unknown backend_tls_negotiation \"tls\"",
+        ),
+        (
+            "backend_tls_negotiation = \"direct\"",
+            "needs backend_tls = \"require\"",
+        ),
+        (
+            "backend_tls = \"prefer\"\nbackend_tls_negotiation = \"direct\"",
+            "with \"prefer\" a server without direct TLS",
+        ),
     ] {
         let text = with(keys);
         let found = match parse(&text, &dir) {

@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::backend_tls::stream::host_of;
-use crate::backend_tls::{BackendStream, BackendTls};
+use crate::backend_tls::{BackendStream, BackendTls, Negotiation};
 use crate::cancel::CancelFlight;
 use crate::config::Secret;
 use crate::engine::Probe;
@@ -202,13 +202,21 @@ pub async fn connect(
 
 /// A connection to `addr`, in TLS as `tls` asks: an SSLRequest first,
 /// then the handshake when the server answers `S`; on `N`, plain for
-/// `prefer` and refused from `require` up.
+/// `prefer` and refused from `require` up. With direct negotiation the
+/// handshake starts at once (a server before 17 takes it for a malformed
+/// startup packet and closes the connection).
 async fn open_stream(addr: &str, tls: &BackendTls) -> Result<BackendStream, ProxyError> {
     let tcp = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
     let _ = tcp.set_nodelay(true);
     let mut tcp = tcp;
     if !tls.mode.asks() {
         return Ok(BackendStream::Plain(tcp));
+    }
+    if tls.negotiation == Negotiation::Direct {
+        return tls
+            .handshake(tcp, host_of(addr))
+            .await
+            .map_err(|e| tls.failure(addr, e));
     }
     tcp.write_all(&startup::ssl_request())
         .await

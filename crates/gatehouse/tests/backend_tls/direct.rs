@@ -1,0 +1,229 @@
+//! Direct TLS to PostgreSQL (`backend_tls_negotiation = "direct"`, libpq's
+//! `sslnegotiation=direct`): the handshake straight after the TCP
+//! connection, with no SSLRequest. Debian here has PostgreSQL 15, which
+//! has no such handshake, so this case starts a PostgreSQL 17 of its own
+//! (`scripts/pg17/setup.sh` installs its binaries outside the clone) with
+//! TLS required, and the server's connection tracing on: its log says,
+//! per connection, whether TLS came by an SSLRequest or directly. Against
+//! the binary's PostgreSQL 15 the same setting is refused, with the reason
+//! in the proxy's log only.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use gatehouse_testkit::{Cluster, Options};
+
+use crate::Ctx;
+
+fn run(f: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+    gatehouse_testkit::trials::runtime()?.block_on(f)
+}
+
+/// The PostgreSQL 17 binaries (installed once, outside the clone).
+fn pg17_bindir() -> Result<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg17/setup.sh");
+    let out = Command::new(&script)
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
+    ensure!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+}
+
+/// A proxy with one PostgreSQL cluster `pg` on `backend`, TLS as `tls`
+/// says, and the tenant `app` logging in as the kit's superuser.
+async fn start(ctx: &Ctx, case: &str, cluster: &Cluster, tls: &str) -> Result<DirectProxy> {
+    let backend = cluster.pg_primary().context("no PostgreSQL")?.addr();
+    let config = format!(
+        r#"[proxy]
+log_filter = "warn"
+
+[[clusters]]
+name = "pg"
+engine = "postgres"
+backends = ["{backend}"]
+monitor_secret = "super"
+health_check_interval = "200ms"
+connect_timeout = "3s"
+failover_hold = "1s"
+{tls}
+[clusters.pool]
+size = 2
+borrow_timeout = "3s"
+
+[[endpoints]]
+name = "pg"
+listen = "127.0.0.1:0"
+cluster = "pg"
+role = "read_write"
+
+[[tenants]]
+name = "app"
+databases = ["postgres"]
+secret = "super"
+scram_verifier = "{verifier}"
+
+[[secrets]]
+name = "super"
+user = "{user}"
+password = "{password}"
+"#,
+        verifier = ctx.pg_verifier,
+        user = cluster.pg_user(),
+        password = cluster.pg_password(),
+    );
+    let path = ctx.root.join(format!("{case}.toml"));
+    std::fs::write(&path, config)?;
+    let settings = gatehouse::config::load(&path).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let app = gatehouse::App::bind(settings).await?;
+    let port = app.local_addr("pg").context("no endpoint pg")?.port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(gatehouse::run(app, async {
+        let _ = stopped.await;
+    }));
+    Ok(DirectProxy { port, run, stop })
+}
+
+struct DirectProxy {
+    port: u16,
+    run: tokio::task::JoinHandle<Result<(), gatehouse::AppError>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl DirectProxy {
+    async fn client(&self) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+        let info = format!(
+            "host=127.0.0.1 port={} user=app password=app-pw dbname=postgres sslmode=disable",
+            self.port
+        );
+        let (client, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
+        tokio::spawn(conn);
+        Ok(client)
+    }
+
+    async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(15), self.run)
+            .await
+            .context("the proxy did not stop")???;
+        Ok(())
+    }
+}
+
+/// How many connections the server's log says took TLS each way.
+fn negotiations(cluster: &Cluster) -> Result<(usize, usize)> {
+    let server = cluster.pg_primary().context("no PostgreSQL")?;
+    let log = std::fs::read_to_string(server.dir.join("postgres.log"))?;
+    Ok((
+        log.matches("direct SSL connection accepted").count(),
+        log.matches("SSLRequest accepted").count(),
+    ))
+}
+
+pub fn direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it(ctx: &Ctx) -> Result<()> {
+    let opts = Options {
+        tls: true,
+        pg_bindir: Some(pg17_bindir()?),
+        ..Options::default()
+    };
+    let mut pg17 = Cluster::up(&ctx.root.join("pg17"), &opts)?;
+    let name = pg17.pg_primary().context("no PostgreSQL")?.name.clone();
+    let version = pg17.pg_sql(&name, "postgres", "SHOW server_version_num")?;
+    ensure!(
+        version.trim().parse::<u32>().is_ok_and(|v| v >= 170_000),
+        "not PostgreSQL 17: {version}"
+    );
+    pg17.add_pg_hba_rule("hostnossl all all 127.0.0.1/32 reject")?;
+    // A server-start setting: the log then names each connection's way in.
+    pg17.pg_sql(&name, "postgres", "ALTER SYSTEM SET trace_connection_negotiation = on")?;
+    pg17.stop(&name)?;
+    pg17.restart(&name)?;
+    let ca = pg17.tls_ca().context("no CA")?;
+    let before = negotiations(&pg17)?;
+
+    run(async {
+        let tls = format!(
+            "backend_tls = \"verify-full\"\nbackend_tls_ca = \"{}\"\nbackend_tls_negotiation = \"direct\"\n",
+            ca.display()
+        );
+        let proxy = start(ctx, "direct-17", &pg17, &tls).await?;
+        let checked = async {
+            let client = proxy.client().await?;
+            let row = client
+                .query_one("SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
+                .await?;
+            ensure!(row.get::<_, bool>(0), "the backend connection is not under TLS");
+            let tls_version: Option<String> = row.get(1);
+            ensure!(
+                tls_version.as_deref().is_some_and(|v| v.starts_with("TLS")),
+                "{tls_version:?}"
+            );
+            // A cancel goes over a connection of its own, direct too.
+            let token = client.cancel_token();
+            let sleeping = tokio::spawn(async move { client.simple_query("SELECT pg_sleep(30)").await });
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            token.cancel_query(tokio_postgres::NoTls).await?;
+            let ended = tokio::time::timeout(Duration::from_secs(10), sleeping)
+                .await
+                .context("the cancelled query went on")??;
+            let e = ended.err().context("the cancelled query finished")?;
+            ensure!(
+                e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+                "{e}"
+            );
+            Ok(())
+        }
+        .await;
+        proxy.stop().await?;
+        checked?;
+        let (direct, requested) = negotiations(&pg17)?;
+        // The pool's connection and the cancel's, at least; the health
+        // probes come on top.
+        ensure!(
+            direct >= before.0 + 2,
+            "the server saw {} direct TLS connections",
+            direct - before.0
+        );
+        ensure!(
+            requested == before.1,
+            "the proxy sent {} SSLRequests",
+            requested - before.1
+        );
+
+        // PostgreSQL 15 takes a ClientHello for a broken startup packet.
+        let ca15 = ctx.ca.display();
+        let tls = format!(
+            "backend_tls = \"verify-full\"\nbackend_tls_ca = \"{ca15}\"\nbackend_tls_negotiation = \"direct\"\n"
+        );
+        let proxy = start(ctx, "direct-15", &ctx.cluster, &tls).await?;
+        let refused = match proxy.client().await {
+            Err(e) => Some(e),
+            Ok(client) => client.simple_query("SELECT 1").await.err(),
+        };
+        proxy.stop().await?;
+        let e = refused.context("PostgreSQL 15 took a direct TLS connection")?;
+        let told = e
+            .as_db_error()
+            .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+        ensure!(
+            crate::cases::UNREACHABLE.iter().any(|u| told.contains(u)),
+            "the client was told {told:?}"
+        );
+        ensure!(!told.to_lowercase().contains("tls"), "the client was told {told:?}");
+        let addr = ctx.cluster.pg_primary().context("no PostgreSQL")?.addr();
+        let log = ctx.log.text();
+        ensure!(
+            log.lines()
+                .any(|l| l.contains("backend_tls_negotiation = \"direct\"") && l.contains(&addr)),
+            "no log line names the direct negotiation with {addr}: {log}"
+        );
+        Ok(())
+    })?;
+    pg17.down()
+}
