@@ -194,17 +194,22 @@ impl std::fmt::Debug for BackendTls {
 impl Default for BackendTls {
     /// `prefer`, with nothing to verify against.
     fn default() -> Self {
-        build(&Source::default()).unwrap_or_else(|_| Self {
+        build(&Source::default()).unwrap_or_else(|_| Self::disabled())
+    }
+}
+
+impl BackendTls {
+    /// `disable`: plain connections.
+    pub fn disabled() -> Self {
+        Self {
             mode: TlsMode::Disable,
             negotiation: Negotiation::Postgres,
             connector: None,
             server_name: None,
             identity: [0; 32],
-        })
+        }
     }
-}
 
-impl BackendTls {
     /// The name a handshake with `host` verifies and sends: the configured
     /// server name, or the host itself (an IP address is sent as no SNI).
     fn name_for(&self, host: &str) -> Result<ServerName<'static>, HandshakeError> {

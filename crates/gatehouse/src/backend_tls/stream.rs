@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::{BackendTls, Negotiation};
+use super::{BackendTls, Negotiation, TlsMode};
 use crate::error::{Condition, ProxyError};
 
 /// Why a TLS handshake with a server failed. Its text is for the log (a
@@ -67,6 +67,22 @@ impl BackendTls {
 }
 
 impl BackendTls {
+    /// `prefer` after a handshake with a server that offered TLS failed
+    /// (a protocol version or cipher they do not share, say): as libpq
+    /// does, the connection is opened again in plain text, with the
+    /// settings this returns; logged at WARN with the reason. `None` from
+    /// `require` up, where the failure stands.
+    pub fn plain_after_failed_handshake(&self, addr: &str, e: &HandshakeError) -> Option<BackendTls> {
+        if self.mode != TlsMode::Prefer {
+            return None;
+        }
+        tracing::warn!(
+            backend = addr,
+            "backend_tls = \"prefer\": TLS handshake failed ({e}); connecting again without TLS"
+        );
+        Some(BackendTls::disabled())
+    }
+
     /// A connection that failed for TLS (a handshake refused, a server
     /// without TLS where it is required): the client hears only that the
     /// server could not be reached; the log gets the mode and the reason.

@@ -36,7 +36,11 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ),
         (
             "backend_tls::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it",
-            crate::direct::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it,
+            crate::pg17::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it,
+        ),
+        (
+            "backend_tls::prefer_goes_plain_after_a_failed_handshake_and_require_is_refused",
+            crate::pg17::prefer_goes_plain_after_a_failed_handshake_and_require_is_refused,
         ),
     ]
 }

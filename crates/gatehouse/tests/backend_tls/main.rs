@@ -11,7 +11,7 @@
 //! case can look for the line that explains a refusal.
 
 mod cases;
-mod direct;
+mod pg17;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -36,6 +36,9 @@ pub struct Ctx {
     pg_verifier: String,
     my_hash: String,
     pub log: Log,
+    /// A PostgreSQL 17 server, started by the first case that needs it
+    /// (held by one case at a time).
+    pub pg17: Mutex<Option<Cluster>>,
 }
 
 /// Everything the proxies of every case logged (WARN and up), as text.
@@ -132,6 +135,7 @@ fn setup() -> Result<Arc<Ctx>> {
         pg_verifier: hash("app-pw", &[])?,
         my_hash: hash("app-pw", &["--mysql"])?,
         log,
+        pg17: Mutex::new(None),
     }))
 }
 

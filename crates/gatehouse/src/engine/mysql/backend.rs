@@ -242,9 +242,20 @@ async fn connect_inner(
         password: &password,
         database,
     };
-    let (stream, done) = auth::login(tcp, &mut rbuf, &who)
-        .await
-        .map_err(|e| e.into_proxy(addr, user, database))?;
+    let (stream, done) = match auth::login(tcp, &mut rbuf, &who).await {
+        // `prefer` after a failed handshake: once more, in plain text.
+        Err(auth::LoginError::Tls(mode, e)) => match tls.plain_after_failed_handshake(addr, &e) {
+            Some(plain) => {
+                rbuf.clear();
+                let tcp = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
+                let _ = tcp.set_nodelay(true);
+                auth::login(tcp, &mut rbuf, &auth::Login { tls: &plain, ..who }).await
+            }
+            None => Err(auth::LoginError::Tls(mode, e)),
+        },
+        done => done,
+    }
+    .map_err(|e| e.into_proxy(addr, user, database))?;
     let connection_id = done.greeting.connection_id;
     Ok(MyConn {
         stream,

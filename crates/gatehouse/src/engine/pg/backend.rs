@@ -202,7 +202,8 @@ pub async fn connect(
 
 /// A connection to `addr`, in TLS as `tls` asks: an SSLRequest first,
 /// then the handshake when the server answers `S`; on `N`, plain for
-/// `prefer` and refused from `require` up. With direct negotiation the
+/// `prefer` and refused from `require` up; a failed handshake under
+/// `prefer` opens the connection again in plain text. With direct negotiation the
 /// handshake starts at once (a server before 17 takes it for a malformed
 /// startup packet and closes the connection).
 async fn open_stream(addr: &str, tls: &BackendTls) -> Result<BackendStream, ProxyError> {
@@ -226,10 +227,13 @@ async fn open_stream(addr: &str, tls: &BackendTls) -> Result<BackendStream, Prox
     let mut answer = [0u8; 1];
     tcp.read_exact(&mut answer).await.map_err(|e| io_error(addr, e))?;
     match answer[0] {
-        startup::SSL_ACCEPTED => tls
-            .handshake(tcp, host_of(addr))
-            .await
-            .map_err(|e| tls.failure(addr, e)),
+        startup::SSL_ACCEPTED => match tls.handshake(tcp, host_of(addr)).await {
+            Ok(stream) => Ok(stream),
+            Err(e) => match tls.plain_after_failed_handshake(addr, &e) {
+                Some(plain) => Box::pin(open_stream(addr, &plain)).await,
+                None => Err(tls.failure(addr, e)),
+            },
+        },
         startup::SSL_REFUSED if !tls.mode.requires() => Ok(BackendStream::Plain(tcp)),
         startup::SSL_REFUSED => Err(tls.failure(addr, "the server does not accept TLS connections")),
         other => Err(io_error(addr, format!("unexpected answer 0x{other:02x} to SSLRequest"))),

@@ -1,15 +1,18 @@
-//! Direct TLS to PostgreSQL (`backend_tls_negotiation = "direct"`, libpq's
-//! `sslnegotiation=direct`): the handshake straight after the TCP
-//! connection, with no SSLRequest. Debian here has PostgreSQL 15, which
-//! has no such handshake, so this case starts a PostgreSQL 17 of its own
-//! (`scripts/pg17/setup.sh` installs its binaries outside the clone) with
-//! TLS required, and the server's connection tracing on: its log says,
-//! per connection, whether TLS came by an SSLRequest or directly. Against
-//! the binary's PostgreSQL 15 the same setting is refused, with the reason
-//! in the proxy's log only.
+//! Cases that need PostgreSQL 17: direct TLS (`backend_tls_negotiation =
+//! "direct"`, libpq's `sslnegotiation=direct`: the handshake straight
+//! after the TCP connection, with no SSLRequest), and `prefer` going plain
+//! after a handshake that failed (PostgreSQL 15's OpenSSL 3 here will not
+//! offer only TLS 1.1; 17's build will, and rustls refuses it). Debian here
+//! has PostgreSQL 15, so the first of these cases starts a PostgreSQL 17
+//! of the binary's own (`scripts/pg17/setup.sh` installs its binaries
+//! outside the clone), with TLS and the server's connection tracing on:
+//! its log says, per connection, whether TLS came by an SSLRequest or
+//! directly. Against the binary's PostgreSQL 15 direct TLS is refused,
+//! with the reason in the proxy's log only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
@@ -126,33 +129,60 @@ fn negotiations(cluster: &Cluster) -> Result<(usize, usize)> {
     ))
 }
 
+/// Runs `case` with the PostgreSQL 17 server of the binary, started by
+/// the first case that asks, with connection tracing on. The cases run in
+/// parallel and reconfigure the server: one at a time holds it.
+fn with_pg17(ctx: &Ctx, case: impl FnOnce(&Cluster) -> Result<()>) -> Result<()> {
+    let mut slot = ctx.pg17.lock().unwrap_or_else(PoisonError::into_inner);
+    if slot.is_none() {
+        let opts = Options {
+            tls: true,
+            pg_bindir: Some(pg17_bindir()?),
+            ..Options::default()
+        };
+        let mut pg17 = Cluster::up(&ctx.root.join("pg17"), &opts)?;
+        let name = pg17.pg_primary().context("no PostgreSQL")?.name.clone();
+        let version = pg17.pg_sql(&name, "postgres", "SHOW server_version_num")?;
+        ensure!(
+            version.trim().parse::<u32>().is_ok_and(|v| v >= 170_000),
+            "not PostgreSQL 17: {version}"
+        );
+        // A server-start setting: the log then names each connection's way in.
+        pg17.pg_sql(&name, "postgres", "ALTER SYSTEM SET trace_connection_negotiation = on")?;
+        pg17.stop(&name)?;
+        pg17.restart(&name)?;
+        *slot = Some(pg17);
+    }
+    case(slot.as_ref().context("no PostgreSQL 17")?)
+}
+
+/// Runs each statement (ALTER SYSTEM, one at a time) on the PostgreSQL 17
+/// server and reloads its configuration.
+fn reconfigure(pg17: &Cluster, statements: &[&str]) -> Result<()> {
+    let name = &pg17.pg_primary().context("no PostgreSQL")?.name;
+    for sql in statements {
+        pg17.pg_sql(name, "postgres", sql)?;
+    }
+    pg17.pg_sql(name, "postgres", "SELECT pg_reload_conf()")?;
+    // The postmaster rereads its files; new connections see the change.
+    std::thread::sleep(Duration::from_millis(500));
+    Ok(())
+}
+
 pub fn direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it(ctx: &Ctx) -> Result<()> {
-    let opts = Options {
-        tls: true,
-        pg_bindir: Some(pg17_bindir()?),
-        ..Options::default()
-    };
-    let mut pg17 = Cluster::up(&ctx.root.join("pg17"), &opts)?;
-    let name = pg17.pg_primary().context("no PostgreSQL")?.name.clone();
-    let version = pg17.pg_sql(&name, "postgres", "SHOW server_version_num")?;
-    ensure!(
-        version.trim().parse::<u32>().is_ok_and(|v| v >= 170_000),
-        "not PostgreSQL 17: {version}"
-    );
-    pg17.add_pg_hba_rule("hostnossl all all 127.0.0.1/32 reject")?;
-    // A server-start setting: the log then names each connection's way in.
-    pg17.pg_sql(&name, "postgres", "ALTER SYSTEM SET trace_connection_negotiation = on")?;
-    pg17.stop(&name)?;
-    pg17.restart(&name)?;
+    with_pg17(ctx, |pg17| direct(ctx, pg17))
+}
+
+fn direct(ctx: &Ctx, pg17: &Cluster) -> Result<()> {
     let ca = pg17.tls_ca().context("no CA")?;
-    let before = negotiations(&pg17)?;
+    let before = negotiations(pg17)?;
 
     run(async {
         let tls = format!(
             "backend_tls = \"verify-full\"\nbackend_tls_ca = \"{}\"\nbackend_tls_negotiation = \"direct\"\n",
             ca.display()
         );
-        let proxy = start(ctx, "direct-17", &pg17, &tls).await?;
+        let proxy = start(ctx, "direct-17", pg17, &tls).await?;
         let checked = async {
             let client = proxy.client().await?;
             let row = client
@@ -182,7 +212,7 @@ pub fn direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_witho
         .await;
         proxy.stop().await?;
         checked?;
-        let (direct, requested) = negotiations(&pg17)?;
+        let (direct, requested) = negotiations(pg17)?;
         // The pool's connection and the cancel's, at least; the health
         // probes come on top.
         ensure!(
@@ -224,6 +254,85 @@ pub fn direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_witho
             "no log line names the direct negotiation with {addr}: {log}"
         );
         Ok(())
-    })?;
-    pg17.down()
+    })
+}
+
+pub fn prefer_goes_plain_after_a_failed_handshake_and_require_is_refused(ctx: &Ctx) -> Result<()> {
+    with_pg17(ctx, |pg17| prefer(ctx, pg17))
+}
+
+fn prefer(ctx: &Ctx, pg17: &Cluster) -> Result<()> {
+    // TLS 1.0 and 1.1 only: the server answers the SSLRequest with `S`,
+    // and the handshake fails (rustls speaks 1.2 and 1.3).
+    reconfigure(
+        pg17,
+        &[
+            "ALTER SYSTEM SET ssl_min_protocol_version = 'TLSv1'",
+            "ALTER SYSTEM SET ssl_max_protocol_version = 'TLSv1.1'",
+        ],
+    )?;
+    let checked = run(async {
+        let addr = pg17.pg_primary().context("no PostgreSQL")?.addr();
+        let proxy = start(ctx, "prefer-17", pg17, "backend_tls = \"prefer\"\n").await?;
+        let plain = async {
+            let client = proxy.client().await?;
+            let row = client
+                .query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
+                .await?;
+            ensure!(!row.get::<_, bool>(0), "prefer: the connection is under TLS");
+            // A cancel opens its connection the same way.
+            let token = client.cancel_token();
+            let sleeping = tokio::spawn(async move { client.simple_query("SELECT pg_sleep(30)").await });
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            token.cancel_query(tokio_postgres::NoTls).await?;
+            let ended = tokio::time::timeout(Duration::from_secs(10), sleeping)
+                .await
+                .context("the cancelled query went on")??;
+            let e = ended.err().context("the cancelled query finished")?;
+            ensure!(
+                e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+                "{e}"
+            );
+            Ok(())
+        }
+        .await;
+        proxy.stop().await?;
+        plain?;
+        let log = ctx.log.text();
+        ensure!(
+            log.lines()
+                .any(|l| l.contains("connecting again without TLS") && l.contains(&addr)),
+            "no log line says prefer went plain with {addr}: {log}"
+        );
+
+        let proxy = start(ctx, "require-17", pg17, "backend_tls = \"require\"\n").await?;
+        let refused = match proxy.client().await {
+            Err(e) => Some(e),
+            Ok(client) => client.simple_query("SELECT 1").await.err(),
+        };
+        proxy.stop().await?;
+        let e = refused.context("require took a server it shares no TLS version with")?;
+        let told = e
+            .as_db_error()
+            .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+        ensure!(
+            crate::cases::UNREACHABLE.iter().any(|u| told.contains(u)),
+            "the client was told {told:?}"
+        );
+        let log = ctx.log.text();
+        ensure!(
+            log.lines()
+                .any(|l| l.contains("backend_tls = \"require\": TLS handshake") && l.contains(&addr)),
+            "no log line gives require's reason with {addr}: {log}"
+        );
+        Ok(())
+    });
+    reconfigure(
+        pg17,
+        &[
+            "ALTER SYSTEM RESET ssl_min_protocol_version",
+            "ALTER SYSTEM RESET ssl_max_protocol_version",
+        ],
+    )?;
+    checked
 }
