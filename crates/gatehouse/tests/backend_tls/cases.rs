@@ -290,19 +290,7 @@ fn cancels_reach_servers_that_require_tls(ctx: &Ctx) -> Result<()> {
     run(async {
         let proxy = Proxy::start(ctx, "cancel", &tls(ctx, "verify-full", ""), BackendUser::Super).await?;
         let checked = async {
-            let pg = proxy.pg().await?;
-            let token = pg.cancel_token();
-            let sleeping = tokio::spawn(async move { pg.simple_query("SELECT pg_sleep(30)").await });
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            token.cancel_query(tokio_postgres::NoTls).await?;
-            let ended = tokio::time::timeout(Duration::from_secs(10), sleeping)
-                .await
-                .context("the cancelled PostgreSQL query went on")??;
-            let e = ended.err().context("the cancelled query finished")?;
-            ensure!(
-                e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
-                "{e}"
-            );
+            crate::pg17::cancel_a_sleep(proxy.pg().await?).await?;
 
             let mut sleeper = proxy.my().await?;
             let id: u32 = sleeper.query_first("SELECT CONNECTION_ID()").await?.context("no id")?;

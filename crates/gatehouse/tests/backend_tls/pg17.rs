@@ -119,6 +119,55 @@ impl DirectProxy {
     }
 }
 
+/// Cancels the session's `pg_sleep(30)` from the side; it must end with
+/// 57014 promptly.
+pub async fn cancel_a_sleep(client: tokio_postgres::Client) -> Result<()> {
+    let token = client.cancel_token();
+    let sleeping = tokio::spawn(async move { client.simple_query("SELECT pg_sleep(30)").await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    token.cancel_query(tokio_postgres::NoTls).await?;
+    let ended = tokio::time::timeout(Duration::from_secs(10), sleeping)
+        .await
+        .context("the cancelled query went on")??;
+    let e = ended.err().context("the cancelled query finished")?;
+    ensure!(
+        e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+        "{e}"
+    );
+    Ok(())
+}
+
+/// A client of a proxy whose cluster on `cluster` takes `tls` is refused
+/// with the proxy's own message, which says nothing of TLS, and a log line
+/// names the server and says `why`.
+async fn refused(ctx: &Ctx, case: &str, cluster: &Cluster, tls: &str, why: &str) -> Result<()> {
+    let proxy = start(ctx, case, cluster, tls).await?;
+    let refused = match proxy.client().await {
+        Err(e) => Some(e),
+        Ok(client) => client.simple_query("SELECT 1").await.err(),
+    };
+    proxy.stop().await?;
+    let e = refused.with_context(|| format!("{case}: a query ran"))?;
+    let told = e
+        .as_db_error()
+        .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+    ensure!(
+        crate::cases::UNREACHABLE.iter().any(|u| told.contains(u)),
+        "{case}: the client was told {told:?}"
+    );
+    ensure!(
+        !told.to_lowercase().contains("tls"),
+        "{case}: the client was told {told:?}"
+    );
+    let addr = cluster.pg_primary().context("no PostgreSQL")?.addr();
+    let log = ctx.log.text();
+    ensure!(
+        log.lines().any(|l| l.contains(why) && l.contains(&addr)),
+        "{case}: no log line with {addr} says {why:?}: {log}"
+    );
+    Ok(())
+}
+
 /// How many connections the server's log says took TLS each way.
 fn negotiations(cluster: &Cluster) -> Result<(usize, usize)> {
     let server = cluster.pg_primary().context("no PostgreSQL")?;
@@ -195,19 +244,7 @@ fn direct(ctx: &Ctx, pg17: &Cluster) -> Result<()> {
                 "{tls_version:?}"
             );
             // A cancel goes over a connection of its own, direct too.
-            let token = client.cancel_token();
-            let sleeping = tokio::spawn(async move { client.simple_query("SELECT pg_sleep(30)").await });
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            token.cancel_query(tokio_postgres::NoTls).await?;
-            let ended = tokio::time::timeout(Duration::from_secs(10), sleeping)
-                .await
-                .context("the cancelled query went on")??;
-            let e = ended.err().context("the cancelled query finished")?;
-            ensure!(
-                e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
-                "{e}"
-            );
-            Ok(())
+            cancel_a_sleep(client).await
         }
         .await;
         proxy.stop().await?;
@@ -231,29 +268,14 @@ fn direct(ctx: &Ctx, pg17: &Cluster) -> Result<()> {
         let tls = format!(
             "backend_tls = \"verify-full\"\nbackend_tls_ca = \"{ca15}\"\nbackend_tls_negotiation = \"direct\"\n"
         );
-        let proxy = start(ctx, "direct-15", &ctx.cluster, &tls).await?;
-        let refused = match proxy.client().await {
-            Err(e) => Some(e),
-            Ok(client) => client.simple_query("SELECT 1").await.err(),
-        };
-        proxy.stop().await?;
-        let e = refused.context("PostgreSQL 15 took a direct TLS connection")?;
-        let told = e
-            .as_db_error()
-            .map_or_else(|| e.to_string(), |d| d.message().to_owned());
-        ensure!(
-            crate::cases::UNREACHABLE.iter().any(|u| told.contains(u)),
-            "the client was told {told:?}"
-        );
-        ensure!(!told.to_lowercase().contains("tls"), "the client was told {told:?}");
-        let addr = ctx.cluster.pg_primary().context("no PostgreSQL")?.addr();
-        let log = ctx.log.text();
-        ensure!(
-            log.lines()
-                .any(|l| l.contains("backend_tls_negotiation = \"direct\"") && l.contains(&addr)),
-            "no log line names the direct negotiation with {addr}: {log}"
-        );
-        Ok(())
+        refused(
+            ctx,
+            "direct-15",
+            &ctx.cluster,
+            &tls,
+            "backend_tls_negotiation = \"direct\"",
+        )
+        .await
     })
 }
 
@@ -281,19 +303,7 @@ fn prefer(ctx: &Ctx, pg17: &Cluster) -> Result<()> {
                 .await?;
             ensure!(!row.get::<_, bool>(0), "prefer: the connection is under TLS");
             // A cancel opens its connection the same way.
-            let token = client.cancel_token();
-            let sleeping = tokio::spawn(async move { client.simple_query("SELECT pg_sleep(30)").await });
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            token.cancel_query(tokio_postgres::NoTls).await?;
-            let ended = tokio::time::timeout(Duration::from_secs(10), sleeping)
-                .await
-                .context("the cancelled query went on")??;
-            let e = ended.err().context("the cancelled query finished")?;
-            ensure!(
-                e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
-                "{e}"
-            );
-            Ok(())
+            cancel_a_sleep(client).await
         }
         .await;
         proxy.stop().await?;
@@ -305,27 +315,15 @@ fn prefer(ctx: &Ctx, pg17: &Cluster) -> Result<()> {
             "no log line says prefer went plain with {addr}: {log}"
         );
 
-        let proxy = start(ctx, "require-17", pg17, "backend_tls = \"require\"\n").await?;
-        let refused = match proxy.client().await {
-            Err(e) => Some(e),
-            Ok(client) => client.simple_query("SELECT 1").await.err(),
-        };
-        proxy.stop().await?;
-        let e = refused.context("require took a server it shares no TLS version with")?;
-        let told = e
-            .as_db_error()
-            .map_or_else(|| e.to_string(), |d| d.message().to_owned());
-        ensure!(
-            crate::cases::UNREACHABLE.iter().any(|u| told.contains(u)),
-            "the client was told {told:?}"
-        );
-        let log = ctx.log.text();
-        ensure!(
-            log.lines()
-                .any(|l| l.contains("backend_tls = \"require\": TLS handshake") && l.contains(&addr)),
-            "no log line gives require's reason with {addr}: {log}"
-        );
-        Ok(())
+        let require = "backend_tls = \"require\"\n";
+        refused(
+            ctx,
+            "require-17",
+            pg17,
+            require,
+            "backend_tls = \"require\": TLS handshake",
+        )
+        .await
     });
     reconfigure(
         pg17,
