@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use gatehouse::backend_tls::BackendTls;
+use gatehouse::engine::Probe;
 use gatehouse::engine::mysql::backend::{self, MyConn};
-use gatehouse::error::Condition;
+use gatehouse::error::{Condition, ProxyError};
 use gatehouse_proto_mysql::consts::COM_QUERY;
 use gatehouse_testkit::{Cluster, Options};
 
@@ -27,18 +28,33 @@ struct Env {
 }
 
 impl Env {
-    async fn root(&self) -> Result<MyConn> {
-        backend::connect(
-            &self.primary,
+    /// A connection as [`USER`], on `database` when given.
+    async fn user(&self, database: Option<&str>) -> Result<MyConn, ProxyError> {
+        connect(&self.primary, USER, PASSWORD.as_bytes(), database).await
+    }
+
+    /// The probe of `addr`, as root.
+    async fn probe(&self, addr: &str) -> Result<Probe, ProxyError> {
+        backend::probe(
+            addr,
             "root",
             self.root_password.as_bytes(),
-            None,
             TIMEOUT,
             &BackendTls::default(),
         )
         .await
-        .context("root connect")
     }
+
+    async fn root(&self) -> Result<MyConn> {
+        connect(&self.primary, "root", self.root_password.as_bytes(), None)
+            .await
+            .context("root connect")
+    }
+}
+
+/// [`backend::connect`] within [`TIMEOUT`], without TLS.
+async fn connect(addr: &str, user: &str, password: &[u8], database: Option<&str>) -> Result<MyConn, ProxyError> {
+    backend::connect(addr, user, password, database, TIMEOUT, &BackendTls::default()).await
 }
 
 fn rows(v: &[&[Option<&str>]]) -> Vec<Vec<Option<String>>> {
@@ -125,16 +141,10 @@ async fn login(env: &Env) -> Result<()> {
     root.close().await;
 
     for db in [Some(DATABASE), None] {
-        let mut c = backend::connect(
-            &env.primary,
-            USER,
-            PASSWORD.as_bytes(),
-            db,
-            TIMEOUT,
-            &BackendTls::default(),
-        )
-        .await
-        .with_context(|| format!("user connect with database {db:?}"))?;
+        let mut c = env
+            .user(db)
+            .await
+            .with_context(|| format!("user connect with database {db:?}"))?;
         let who = c.query("SELECT CURRENT_USER(), DATABASE()").await?;
         ensure!(
             who.rows == vec![vec![Some(format!("{USER}@%")), db.map(str::to_owned)]],
@@ -144,17 +154,10 @@ async fn login(env: &Env) -> Result<()> {
     }
 
     let wrong = "not-the-right-pw";
-    let err = backend::connect(
-        &env.primary,
-        USER,
-        wrong.as_bytes(),
-        Some(DATABASE),
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await
-    .err()
-    .context("login with a wrong password succeeded")?;
+    let err = connect(&env.primary, USER, wrong.as_bytes(), Some(DATABASE))
+        .await
+        .err()
+        .context("login with a wrong password succeeded")?;
     let text = format!("{err} {err:?}");
     ensure!(
         !text.contains(wrong) && !text.contains(PASSWORD),
@@ -170,17 +173,11 @@ async fn login(env: &Env) -> Result<()> {
     );
     ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1045")), "{err:?}");
 
-    let err = backend::connect(
-        &env.primary,
-        USER,
-        PASSWORD.as_bytes(),
-        Some("no_such_db"),
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await
-    .err()
-    .context("login to a missing database succeeded")?;
+    let err = env
+        .user(Some("no_such_db"))
+        .await
+        .err()
+        .context("login to a missing database succeeded")?;
     ensure!(
         matches!(err.condition, Condition::UnknownDatabase | Condition::NotAllowed),
         "{err:?}"
@@ -190,17 +187,10 @@ async fn login(env: &Env) -> Result<()> {
     let dead = std::net::TcpListener::bind("127.0.0.1:0")?;
     let dead_addr = dead.local_addr()?.to_string();
     drop(dead);
-    let err = backend::connect(
-        &dead_addr,
-        USER,
-        PASSWORD.as_bytes(),
-        None,
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await
-    .err()
-    .context("connect to a closed port succeeded")?;
+    let err = connect(&dead_addr, USER, PASSWORD.as_bytes(), None)
+        .await
+        .err()
+        .context("connect to a closed port succeeded")?;
     ensure!(
         err.condition == Condition::BackendUnavailable && err.retry_safe,
         "{err:?}"
@@ -234,47 +224,25 @@ async fn ed25519_login(env: &Env, cluster: &Cluster, primary: &str) -> Result<()
         "server stored {stored:?}, the proxy derives {ours:?}"
     );
 
-    let mut c = backend::connect(
-        &env.primary,
-        ED_USER,
-        ED_PASSWORD.as_bytes(),
-        Some(DATABASE),
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await
-    .context("ed25519 user connect")?;
+    let mut c = connect(&env.primary, ED_USER, ED_PASSWORD.as_bytes(), Some(DATABASE))
+        .await
+        .context("ed25519 user connect")?;
     let who = c.query("SELECT CURRENT_USER(), DATABASE()").await?;
     ensure!(
         who.rows == vec![vec![Some(format!("{ED_USER}@%")), Some(DATABASE.to_owned())]],
         "{who:?}"
     );
     c.close().await;
-    let err = backend::connect(
-        &env.primary,
-        ED_USER,
-        b"wrong-ed-pw",
-        None,
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await
-    .err()
-    .context("ed25519 login with a wrong password succeeded")?;
+    let err = connect(&env.primary, ED_USER, b"wrong-ed-pw", None)
+        .await
+        .err()
+        .context("ed25519 login with a wrong password succeeded")?;
     ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1045")), "{err:?}");
     Ok(())
 }
 
 async fn queries(env: &Env) -> Result<()> {
-    let mut c = backend::connect(
-        &env.primary,
-        USER,
-        PASSWORD.as_bytes(),
-        Some(DATABASE),
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await?;
+    let mut c = env.user(Some(DATABASE)).await?;
     let r = c.query("SELECT 1, NULL, 'x'").await?;
     ensure!(r.rows == rows(&[&[Some("1"), None, Some("x")]]), "{r:?}");
 
@@ -305,15 +273,7 @@ async fn queries(env: &Env) -> Result<()> {
 }
 
 async fn reset(env: &Env) -> Result<()> {
-    let mut c = backend::connect(
-        &env.primary,
-        USER,
-        PASSWORD.as_bytes(),
-        Some(DATABASE),
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await?;
+    let mut c = env.user(Some(DATABASE)).await?;
     let default_mode = one(&c.query("SELECT @@session.sql_mode").await?)?;
     c.query("SET @@session.sql_mode = 'ANSI'; SET @leftover = 42").await?;
     let r = c.query("SELECT @@session.sql_mode, @leftover").await?;
@@ -335,39 +295,17 @@ async fn reset(env: &Env) -> Result<()> {
 }
 
 async fn probe(env: &Env) -> Result<()> {
-    let p = backend::probe(
-        &env.primary,
-        "root",
-        env.root_password.as_bytes(),
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await?;
+    let p = env.probe(&env.primary).await?;
     ensure!(p.writable, "primary not writable: {p:?}");
     ensure!(p.max_connections == Some(env.max_connections), "{p:?}");
-    let p = backend::probe(
-        &env.replica,
-        "root",
-        env.root_password.as_bytes(),
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await?;
+    let p = env.probe(&env.replica).await?;
     ensure!(!p.writable, "replica writable: {p:?}");
     ensure!(p.max_connections.is_some(), "{p:?}");
     Ok(())
 }
 
 async fn cancel(env: &Env) -> Result<()> {
-    let mut c = backend::connect(
-        &env.primary,
-        USER,
-        PASSWORD.as_bytes(),
-        None,
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await?;
+    let mut c = env.user(None).await?;
     let target = c.cancel.clone();
     let shown = format!("{target:?}");
     ensure!(!shown.contains(PASSWORD), "Debug shows the password: {shown}");
@@ -406,15 +344,7 @@ async fn cancel(env: &Env) -> Result<()> {
 }
 
 async fn usable(env: &Env) -> Result<()> {
-    let mut victim = backend::connect(
-        &env.primary,
-        USER,
-        PASSWORD.as_bytes(),
-        None,
-        TIMEOUT,
-        &BackendTls::default(),
-    )
-    .await?;
+    let mut victim = env.user(None).await?;
     ensure!(victim.is_usable(), "idle connection reported unusable");
     tokio::time::sleep(Duration::from_millis(200)).await;
     ensure!(victim.is_usable(), "idle connection reported unusable after a pause");

@@ -13,14 +13,21 @@
 mod cases;
 mod pg17;
 
+// The proxy runs in-process here: of the binary's helpers, the cases take
+// `hash-password` and the configuration.
+#[allow(dead_code)]
+#[path = "../common/binary.rs"]
+mod binary;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result};
+use binary::{TwoEngines, hash};
 use gatehouse_testkit::{Cluster, Options, TLS_CLIENT_CN, trials};
 
 /// The shared servers, what every case's configuration needs, and the log.
@@ -63,19 +70,6 @@ impl Write for Log {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-fn hash(password: &str, extra: &[&str]) -> Result<String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .arg("hash-password")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    child.stdin.take().context("stdin")?.write_all(password.as_bytes())?;
-    let out = child.wait_with_output()?;
-    ensure!(out.status.success(), "hash-password failed");
-    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
 }
 
 /// The password of MariaDB's certificate user (it needs both).
@@ -175,62 +169,30 @@ impl Proxy {
     pub async fn start(ctx: &Ctx, case: &str, tls: &str, user: BackendUser) -> Result<Proxy> {
         let pg = ctx.cluster.pg_primary().context("no PostgreSQL")?;
         let my = ctx.cluster.mysql_primary().context("no MariaDB")?;
-        let mut config = String::from("[proxy]\nlog_filter = \"warn\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n");
+        let mut config = TwoEngines::new(
+            &ctx.cluster,
+            "[proxy]\nlog_filter = \"warn\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n",
+        );
         for (name, engine, backend) in [("pg", "postgres", pg.addr()), ("my", "mysql", my.addr())] {
-            config += &format!(
-                "\n[[clusters]]\nname = \"{name}\"\nengine = \"{engine}\"\nbackends = [\"{backend}\"]\n\
-                 monitor_secret = \"{name}_super\"\nhealth_check_interval = \"200ms\"\n\
+            let settings = format!(
+                "monitor_secret = \"{name}_super\"\nhealth_check_interval = \"200ms\"\n\
                  connect_timeout = \"3s\"\nfailover_hold = \"1s\"\n{tls}\n\
-                 [clusters.pool]\nsize = 4\nborrow_timeout = \"3s\"\n\n\
-                 [[endpoints]]\nname = \"{name}\"\nlisten = \"127.0.0.1:0\"\ncluster = \"{name}\"\nrole = \"read_write\"\n"
+                 [clusters.pool]\nsize = 4\nborrow_timeout = \"3s\"\n"
             );
+            config = config
+                .cluster(name, engine, &backend, &settings)
+                .endpoint(name, "127.0.0.1:0", name);
         }
         let (pg_secret, my_secret) = match user {
             BackendUser::Super => ("pg_super", "my_super"),
             BackendUser::Certificate => ("pg_cert", "my_cert"),
         };
-        config += &format!(
-            r#"
-[[tenants]]
-name = "app"
-databases = ["postgres"]
-secret = "{pg_secret}"
-scram_verifier = "{pg_verifier}"
-
-[[tenants]]
-name = "myapp"
-databases = ["mysql"]
-secret = "{my_secret}"
-mysql_native_password = "{my_hash}"
-
-[[secrets]]
-name = "pg_super"
-user = "{pg_user}"
-password = "{pg_password}"
-
-[[secrets]]
-name = "my_super"
-user = "{my_user}"
-password = "{my_password}"
-
-[[secrets]]
-name = "pg_cert"
-user = "{cn}"
-password = "not-used-by-cert-authentication"
-
-[[secrets]]
-name = "my_cert"
-user = "{cn}"
-password = "{CERT_USER_PASSWORD}"
-"#,
-            pg_verifier = ctx.pg_verifier,
-            my_hash = ctx.my_hash,
-            pg_user = ctx.cluster.pg_user(),
-            pg_password = ctx.cluster.pg_password(),
-            my_user = ctx.cluster.mysql_user(),
-            my_password = ctx.cluster.mysql_password(),
-            cn = TLS_CLIENT_CN,
-        );
+        let config = config
+            .pg_tenant_as("app", &ctx.pg_verifier, pg_secret)
+            .my_tenant_as("myapp", &ctx.my_hash, my_secret)
+            .secret("pg_cert", TLS_CLIENT_CN, "not-used-by-cert-authentication")
+            .secret("my_cert", TLS_CLIENT_CN, CERT_USER_PASSWORD)
+            .text();
         let path = ctx.root.join(format!("{case}.toml"));
         std::fs::write(&path, config)?;
         let settings = gatehouse::config::load(&path).map_err(|p| anyhow::anyhow!("{p}"))?;

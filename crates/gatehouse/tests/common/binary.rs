@@ -46,7 +46,7 @@ impl Drop for TempDir {
 /// and MariaDB: what the test puts first (`[proxy]`, `[admin]`), its
 /// clusters and endpoints, tenants of both engines, and the secrets
 /// `pg_super` and `my_super` they log in to the backends with (the kit's
-/// users).
+/// users), and any other secret the test adds.
 pub struct TwoEngines {
     head: String,
     clusters: String,
@@ -63,9 +63,16 @@ impl TwoEngines {
             clusters: String::new(),
             endpoints: String::new(),
             tenants: String::new(),
-            secrets: secret("pg_super", kit.pg_user(), kit.pg_password())
-                + &secret("my_super", kit.mysql_user(), kit.mysql_password()),
+            secrets: String::new(),
         }
+        .secret("pg_super", kit.pg_user(), kit.pg_password())
+        .secret("my_super", kit.mysql_user(), kit.mysql_password())
+    }
+
+    /// A secret `name`: the backend user and password tenants log in as.
+    pub fn secret(mut self, name: &str, user: &str, password: &str) -> Self {
+        self.secrets += &format!("\n[[secrets]]\nname = \"{name}\"\nuser = \"{user}\"\npassword = \"{password}\"\n");
+        self
     }
 
     /// A cluster of `engine` (`postgres` or `mysql`) on one backend;
@@ -88,13 +95,23 @@ impl TwoEngines {
     /// A PostgreSQL tenant of the database `postgres`, with its SCRAM
     /// verifier ([`hash`]).
     pub fn pg_tenant(self, name: &str, verifier: &str) -> Self {
-        self.tenant(name, "postgres", "pg_super", "scram_verifier", verifier)
+        self.pg_tenant_as(name, verifier, "pg_super")
+    }
+
+    /// [`Self::pg_tenant`] logging in to the backend with `secret`.
+    pub fn pg_tenant_as(self, name: &str, verifier: &str, secret: &str) -> Self {
+        self.tenant(name, "postgres", secret, "scram_verifier", verifier)
     }
 
     /// A MariaDB tenant of the database `mysql`, with its
     /// `mysql_native_password` hash ([`hash`] with `--mysql`).
     pub fn my_tenant(self, name: &str, hash: &str) -> Self {
-        self.tenant(name, "mysql", "my_super", "mysql_native_password", hash)
+        self.my_tenant_as(name, hash, "my_super")
+    }
+
+    /// [`Self::my_tenant`] logging in to the backend with `secret`.
+    pub fn my_tenant_as(self, name: &str, hash: &str, secret: &str) -> Self {
+        self.tenant(name, "mysql", secret, "mysql_native_password", hash)
     }
 
     fn tenant(mut self, name: &str, database: &str, secret: &str, key: &str, value: &str) -> Self {
@@ -117,8 +134,4 @@ impl TwoEngines {
         .map(String::as_str)
         .collect()
     }
-}
-
-fn secret(name: &str, user: &str, password: &str) -> String {
-    format!("\n[[secrets]]\nname = \"{name}\"\nuser = \"{user}\"\npassword = \"{password}\"\n")
 }

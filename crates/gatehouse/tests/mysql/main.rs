@@ -14,6 +14,8 @@ mod openmetrics;
 mod park;
 mod plugins;
 mod queries;
+#[path = "../common/refusal.rs"]
+mod refusal;
 mod reload;
 mod rules;
 mod rules_matrix;
@@ -59,15 +61,7 @@ impl Ctx {
 
     /// mysql_async options for `endpoint` (no TLS).
     pub fn opts(&self, endpoint: &str, user: &str, password: &str, db: Option<&str>) -> mysql_async::Opts {
-        let a = self.addr(endpoint);
-        mysql_async::OptsBuilder::default()
-            .ip_or_hostname(a.ip().to_string())
-            .tcp_port(a.port())
-            .user(Some(user))
-            .pass(Some(password))
-            .db_name(db)
-            .prefer_socket(false)
-            .into()
+        opts_at(self.addr(endpoint), user, password, db)
     }
 
     /// Connects with mysql_async.
@@ -99,6 +93,19 @@ impl Ctx {
             .prefer_socket(false)
             .into())
     }
+}
+
+/// mysql_async options for the endpoint at `addr` (no TLS): of the
+/// binary's shared proxy or of a case's own.
+pub fn opts_at(addr: SocketAddr, user: &str, password: &str, db: Option<&str>) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname(addr.ip().to_string())
+        .tcp_port(addr.port())
+        .user(Some(user))
+        .pass(Some(password))
+        .db_name(db)
+        .prefer_socket(false)
+        .into()
 }
 
 pub const OWNER_PW: &str = "owner-pw";

@@ -22,6 +22,8 @@ mod park;
 mod prepared;
 mod queries;
 mod raw;
+#[path = "../common/refusal.rs"]
+mod refusal;
 mod reload;
 mod rules;
 mod rules_matrix;

@@ -2,7 +2,9 @@
 //! (the connection phase lives in [`auth`]), text-protocol control queries
 //! (probes, `init_query`, replay of session variables), the
 //! COM_RESET_CONNECTION that cleans a connection for the next client, a
-//! cheap liveness check, role probes, and `KILL QUERY` cancels.
+//! cheap liveness check, and `KILL QUERY` cancels. The health probe (role,
+//! connection limit, replication state) lives in `probe` and is re-exported
+//! here.
 //!
 //! Backend connections use [`super::RELAY_CAPS`] (only those the server has
 //! too), so `CLIENT_DEPRECATE_EOF` is never in effect: every result set ends
@@ -10,8 +12,10 @@
 
 pub mod auth;
 pub mod position;
+mod probe;
 
-use std::collections::HashMap;
+pub use probe::{CollationTable, ProbeResult, REPLICATION_STOPPED_LAG, probe, probe_with};
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +32,6 @@ use zeroize::Zeroizing;
 use super::io::{self, IoError};
 use crate::backend_tls::{BackendStream, BackendTls};
 use crate::cancel::CancelFlight;
-use crate::engine::Probe;
 use crate::error::{Condition, ProxyError};
 
 /// Largest logical reply packet accepted from a server: the protocol's
@@ -42,44 +45,6 @@ pub const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 pub const ER_NO_SUCH_THREAD: u16 = 1094;
 /// ER_UNKNOWN_SYSTEM_VARIABLE: a probed variable does not exist on this server.
 pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
-
-/// Role probe: `read_only` (set on replicas; `super_read_only` implies it on
-/// MySQL), InnoDB's own read-only mode, and the connection limit.
-const PROBE_SQL: &str = "SELECT @@global.read_only, @@global.max_connections, @@global.innodb_read_only";
-/// A replica's replication status (one row per source; none on a primary).
-const REPLICA_STATUS_SQL: &str = "SHOW SLAVE STATUS";
-
-/// `Seconds_Behind_Master` and the GTID position the replica has received
-/// (MariaDB's `Gtid_IO_Pos`; MySQL's `Executed_Gtid_Set`), shown by the
-/// admin API, from a `SHOW SLAVE STATUS` reply. What it has *applied*
-/// (compared for read-your-writes) is asked apart: `SHOW SLAVE STATUS`
-/// has no `Gtid_Slave_Pos` (only `SHOW ALL SLAVES STATUS` does). A NULL delay (replication stopped or broken: how stale
-/// the replica is, nobody knows) reads as [`REPLICATION_STOPPED_LAG`].
-fn replica_status(status: &QueryResult) -> (Option<Duration>, Option<String>) {
-    let Some(row) = status.rows.first() else {
-        return (None, None);
-    };
-    let column = |name: &str| {
-        status
-            .columns
-            .iter()
-            .position(|c| c.eq_ignore_ascii_case(name))
-            .and_then(|i| row.get(i).cloned().flatten())
-    };
-    let lag = match column("Seconds_Behind_Master") {
-        Some(v) => v.parse().ok().map(Duration::from_secs),
-        None => Some(REPLICATION_STOPPED_LAG),
-    };
-    let position = column("Gtid_IO_Pos").or_else(|| column("Executed_Gtid_Set"));
-    (lag, position)
-}
-
-/// The lag reported for a replica whose replication is stopped (NULL
-/// `Seconds_Behind_Master`): far behind, as far as `max_replica_lag` knows.
-pub const REPLICATION_STOPPED_LAG: Duration = Duration::from_secs(365 * 24 * 3600);
-
-/// The probe for servers without InnoDB.
-const PROBE_SQL_BASIC: &str = "SELECT @@global.read_only, @@global.max_connections";
 
 /// Largest command buffer a connection keeps between commands.
 const WBUF_KEEP: usize = 64 * 1024;
@@ -517,102 +482,4 @@ async fn kill(target: MyCancelTarget, statement: &str) -> Result<(), ProxyError>
     tokio::time::timeout(CANCEL_TIMEOUT, work)
         .await
         .unwrap_or_else(|_| Err(io_error(&target.addr, "cancel timed out")))
-}
-
-/// Asks the server its role and connection limit: writable unless
-/// `read_only` (replicas) or `innodb_read_only` is on.
-pub async fn probe(
-    addr: &str,
-    user: &str,
-    password: &[u8],
-    timeout: Duration,
-    tls: &BackendTls,
-) -> Result<Probe, ProxyError> {
-    let (result, conn) = probe_with(addr, user, password, timeout, tls, false, None).await;
-    if let Some(c) = conn {
-        c.close().await;
-    }
-    result.map(|(p, _)| p)
-}
-
-/// Collation id → (character set, collation name), as the server names them.
-pub type CollationTable = HashMap<u8, (String, String)>;
-
-/// The server's one-byte collation ids (what a handshake can carry), by
-/// character set and name.
-const COLLATIONS_SQL: &str =
-    "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID < 256";
-
-/// What a probe learned, and the server's collation table when asked.
-pub type ProbeResult = Result<(Probe, Option<CollationTable>), ProxyError>;
-
-/// [`probe`] over `cached` (the monitor connection kept from the last probe)
-/// or a new connection, and with `collations` the server's collation table
-/// too. The connection comes back for next time when it is still good, so a
-/// health check does not cost the server a login every interval.
-pub async fn probe_with(
-    addr: &str,
-    user: &str,
-    password: &[u8],
-    timeout: Duration,
-    tls: &BackendTls,
-    collations: bool,
-    cached: Option<MyConn>,
-) -> (ProbeResult, Option<MyConn>) {
-    let work = async {
-        let mut conn = match cached.map(|mut c| (c.cancel.tls == *tls && c.is_usable(), c)) {
-            Some((true, c)) => c,
-            _ => {
-                let password = Arc::new(Zeroizing::new(password.to_vec()));
-                connect_inner(addr, user, password, None, tls).await?
-            }
-        };
-        let result = match conn.query_raw(PROBE_SQL).await? {
-            Ok(r) => r,
-            Err(e) if e.code == ER_UNKNOWN_SYSTEM_VARIABLE => conn.query(PROBE_SQL_BASIC).await?,
-            Err(e) => return Err(query_error(addr, &e)),
-        };
-        // A replica's delay and position; a primary has no replica status.
-        let (lag, position) = match conn.query_raw(REPLICA_STATUS_SQL).await? {
-            Ok(status) => replica_status(&status),
-            Err(_) => (None, None),
-        };
-        let replayed = if lag.is_some() || position.is_some() {
-            position::replay_position(&mut conn).await?
-        } else {
-            None
-        };
-        let table = if collations {
-            let rows = conn.query(COLLATIONS_SQL).await?.rows;
-            let table: CollationTable = rows
-                .into_iter()
-                .filter_map(|r| match r.as_slice() {
-                    [Some(id), Some(charset), Some(name)] => Some((id.parse().ok()?, (charset.clone(), name.clone()))),
-                    _ => None,
-                })
-                .collect();
-            Some(table).filter(|t| !t.is_empty())
-        } else {
-            None
-        };
-        let row = result
-            .rows
-            .first()
-            .ok_or_else(|| malformed(addr, "probe returned no row"))?;
-        let flag = |i: usize| matches!(row.get(i), Some(Some(v)) if v == "1" || v.eq_ignore_ascii_case("ON"));
-        let max_connections = row.get(1).and_then(|v| v.as_deref()).and_then(|v| v.parse().ok());
-        let probe = Probe {
-            writable: !(flag(0) || flag(2)),
-            max_connections,
-            lag,
-            replayed,
-            position,
-        };
-        Ok(((probe, table), conn))
-    };
-    match tokio::time::timeout(timeout, work).await {
-        Ok(Ok((learned, conn))) => (Ok(learned), Some(conn)),
-        Ok(Err(e)) => (Err(e), None),
-        Err(_) => (Err(io_error(addr, "probe timed out")), None),
-    }
 }
