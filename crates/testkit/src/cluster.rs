@@ -146,7 +146,7 @@ impl Cluster {
         for attempt in 0.. {
             let res = match engine {
                 Engine::Postgres => pg::start(t, &s, &st.pg_password),
-                Engine::Mysql => mysql::start(t, &s, st.mysql_max_connections, tls),
+                Engine::Mysql => mysql::start(t, &s, st.mysql_max_connections, tls, &[]),
             };
             let conflict = match engine {
                 Engine::Postgres => pg::port_conflict(&s),

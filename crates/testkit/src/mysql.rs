@@ -89,8 +89,9 @@ pub(crate) fn init(t: &Tools, s: &Server) -> Result<()> {
 }
 
 /// Launch mariadbd in the background and wait until it answers a ping.
-/// With `tls` it also accepts TLS, with the cluster's certificate.
-pub(crate) fn start(t: &Tools, s: &Server, max_conn: u32, tls: Option<&Files>) -> Result<()> {
+/// With `tls` it also accepts TLS, with the cluster's certificate; `extra`
+/// server options go last.
+pub(crate) fn start(t: &Tools, s: &Server, max_conn: u32, tls: Option<&Files>, extra: &[&str]) -> Result<()> {
     if let Some(pid) = running_pid(s) {
         bail!("{} is already running (pid {pid})", s.name);
     }
@@ -131,6 +132,7 @@ pub(crate) fn start(t: &Tools, s: &Server, max_conn: u32, tls: Option<&Files>) -
     if t.is_root() {
         args.push("--user=root".into());
     }
+    args.extend(extra.iter().map(|a| a.to_string()));
     // Background it through sh so it is not our child (like pg_ctl does);
     // its own process group keeps terminal signals away from it.
     let log = log_file(s);
@@ -150,11 +152,13 @@ pub(crate) fn start(t: &Tools, s: &Server, max_conn: u32, tls: Option<&Files>) -
             bail!("mariadbd (pid {pid}) exited");
         }
         // `ping` succeeds as soon as the server answers, even if the
-        // credentials are refused.
+        // credentials are refused. No TLS on the socket: it adds nothing
+        // there, and a server started with a TLS it cannot serve (a case's
+        // `restart_with`) would fail every ping.
         let mut ping = Command::new(&admin);
         ping.arg("--no-defaults")
             .arg(format!("--socket={}", socket(s).display()))
-            .args(["-uroot", "--connect-timeout=2", "ping"]);
+            .args(["-uroot", "--skip-ssl", "--connect-timeout=2", "ping"]);
         Ok(match run(&mut ping) {
             Ok(_) => Check::Ready,
             Err(e) => Check::NotYet(format!("{e:#}")),

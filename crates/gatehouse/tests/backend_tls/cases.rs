@@ -36,11 +36,11 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ),
         (
             "backend_tls::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it",
-            crate::pg17::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it,
+            crate::negotiation::direct_negotiation_reaches_postgresql_17_and_is_refused_by_a_server_without_it,
         ),
         (
             "backend_tls::prefer_goes_plain_after_a_failed_handshake_and_require_is_refused",
-            crate::pg17::prefer_goes_plain_after_a_failed_handshake_and_require_is_refused,
+            crate::negotiation::prefer_goes_plain_after_a_failed_handshake_and_require_is_refused,
         ),
     ]
 }
@@ -101,7 +101,7 @@ async fn both_over_tls(proxy: &Proxy, what: &str) -> Result<()> {
 
 /// The error a PostgreSQL client gets (at login or at its first query);
 /// a failure when both succeed.
-async fn pg_refused(proxy: &Proxy) -> Result<String> {
+pub async fn pg_refused(proxy: &Proxy) -> Result<String> {
     let client = match proxy.pg().await {
         Err(e) => return Ok(message(&e)),
         Ok(c) => c,
@@ -113,7 +113,7 @@ async fn pg_refused(proxy: &Proxy) -> Result<String> {
 }
 
 /// The error a MariaDB client gets (at login or at its first query).
-async fn my_refused(proxy: &Proxy) -> Result<String> {
+pub async fn my_refused(proxy: &Proxy) -> Result<String> {
     let mut conn = match proxy.my().await {
         Err(e) => return Ok(e.to_string()),
         Ok(c) => c,
@@ -290,7 +290,7 @@ fn cancels_reach_servers_that_require_tls(ctx: &Ctx) -> Result<()> {
     run(async {
         let proxy = Proxy::start(ctx, "cancel", &tls(ctx, "verify-full", ""), BackendUser::Super).await?;
         let checked = async {
-            crate::pg17::cancel_a_sleep(proxy.pg().await?).await?;
+            crate::spare::cancel_a_sleep(proxy.pg().await?).await?;
 
             let mut sleeper = proxy.my().await?;
             let id: u32 = sleeper.query_first("SELECT CONNECTION_ID()").await?.context("no id")?;

@@ -11,7 +11,8 @@
 //! case can look for the line that explains a refusal.
 
 mod cases;
-mod pg17;
+mod negotiation;
+mod spare;
 
 // The proxy runs in-process here: of the binary's helpers, the cases take
 // `hash-password` and the configuration.
@@ -43,9 +44,8 @@ pub struct Ctx {
     pg_verifier: String,
     my_hash: String,
     pub log: Log,
-    /// A PostgreSQL 17 server, started by the first case that needs it
-    /// (held by one case at a time).
-    pub pg17: Mutex<Option<Cluster>>,
+    /// Servers the cases may reconfigure and restart ([`spare`]).
+    pub spare: Mutex<Option<Cluster>>,
 }
 
 /// Everything the proxies of every case logged (WARN and up), as text.
@@ -129,7 +129,7 @@ fn setup() -> Result<Arc<Ctx>> {
         pg_verifier: hash("app-pw", &[])?,
         my_hash: hash("app-pw", &["--mysql"])?,
         log,
-        pg17: Mutex::new(None),
+        spare: Mutex::new(None),
     }))
 }
 
@@ -167,13 +167,37 @@ impl Proxy {
     /// tenants `app` (PostgreSQL) and `myapp` (MariaDB) logging in to the
     /// servers as `user`.
     pub async fn start(ctx: &Ctx, case: &str, tls: &str, user: BackendUser) -> Result<Proxy> {
-        let pg = ctx.cluster.pg_primary().context("no PostgreSQL")?;
-        let my = ctx.cluster.mysql_primary().context("no MariaDB")?;
+        Self::start_on(ctx, case, &ctx.cluster, tls, user).await
+    }
+
+    /// [`start`](Self::start), in front of the servers of `cluster`.
+    pub async fn start_on(ctx: &Ctx, case: &str, cluster: &Cluster, tls: &str, user: BackendUser) -> Result<Proxy> {
+        Self::start_with(ctx, case, cluster, tls, user, true).await
+    }
+
+    /// [`start_on`](Self::start_on) with the PostgreSQL cluster only (for
+    /// settings a MySQL cluster refuses).
+    pub async fn start_pg_only(ctx: &Ctx, case: &str, cluster: &Cluster, tls: &str) -> Result<Proxy> {
+        Self::start_with(ctx, case, cluster, tls, BackendUser::Super, false).await
+    }
+
+    async fn start_with(
+        ctx: &Ctx,
+        case: &str,
+        cluster: &Cluster,
+        tls: &str,
+        user: BackendUser,
+        with_mysql: bool,
+    ) -> Result<Proxy> {
+        let mut backends = vec![("pg", "postgres", cluster.pg_primary().context("no PostgreSQL")?.addr())];
+        if with_mysql {
+            backends.push(("my", "mysql", cluster.mysql_primary().context("no MariaDB")?.addr()));
+        }
         let mut config = TwoEngines::new(
-            &ctx.cluster,
+            cluster,
             "[proxy]\nlog_filter = \"warn\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n",
         );
-        for (name, engine, backend) in [("pg", "postgres", pg.addr()), ("my", "mysql", my.addr())] {
+        for (name, engine, backend) in backends {
             let settings = format!(
                 "monitor_secret = \"{name}_super\"\nhealth_check_interval = \"200ms\"\n\
                  connect_timeout = \"3s\"\nfailover_hold = \"1s\"\n{tls}\n\
