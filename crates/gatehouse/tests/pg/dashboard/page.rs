@@ -39,9 +39,11 @@ pub(super) fn sum(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
     found
 }
 
-/// Every `data-metric` element of the page: (metric, labels of its row, text).
+/// Every `data-metric` element of the page: (metric, labels of its row,
+/// text). Before the page has drawn its header (just after navigating)
+/// the scrape count reads 0, so a wait for scrapes goes on waiting.
 const READ_PAGE: &str = r#"JSON.stringify({
-  scrapes: Number(document.querySelector('header [data-metric="scrapes"]').textContent),
+  scrapes: Number((document.querySelector('header [data-metric="scrapes"]') || { textContent: '0' }).textContent),
   shown: [...document.querySelectorAll('[data-metric]')].map((e) => [
     e.dataset.metric,
     (e.closest('[data-labels]') || { dataset: {} }).dataset.labels || '',
