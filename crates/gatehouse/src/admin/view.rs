@@ -139,6 +139,8 @@ pub struct IdleServer {
     pub user: String,
     pub database: String,
     pub server_id: u32,
+    /// What its TLS session agreed on; `None` in plain text.
+    pub tls: Option<Arc<str>>,
     pub age: std::time::Duration,
     pub idle_for: std::time::Duration,
 }
@@ -218,15 +220,16 @@ impl<E: Engine> CoreView for Core<E> {
         let mut out = Vec::new();
         for p in self.pools.all() {
             let k = p.key();
-            for (server_id, age, idle_for) in p.idle_servers() {
+            for c in p.idle_servers() {
                 out.push(IdleServer {
                     cluster: k.cluster.clone(),
                     backend: k.backend.clone(),
                     user: k.user.clone(),
                     database: k.database.clone(),
-                    server_id,
-                    age,
-                    idle_for,
+                    server_id: c.server_id,
+                    tls: c.tls,
+                    age: c.age,
+                    idle_for: c.idle_for,
                 });
             }
         }

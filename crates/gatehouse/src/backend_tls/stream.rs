@@ -4,6 +4,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -33,6 +34,24 @@ pub enum BackendStream {
 impl BackendStream {
     pub fn is_tls(&self) -> bool {
         matches!(self, Self::Tls(_))
+    }
+
+    /// What a TLS session agreed on, for the console: protocol version
+    /// and cipher suite (`TLSv1.3/TLS13_AES_256_GCM_SHA384`); `None` in
+    /// plain text.
+    pub fn tls_summary(&self) -> Option<Arc<str>> {
+        let Self::Tls(s) = self else { return None };
+        let (_, session) = s.get_ref();
+        let version = match session.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "TLS",
+        };
+        let suite = session
+            .negotiated_cipher_suite()
+            .and_then(|s| s.suite().as_str())
+            .unwrap_or("unknown");
+        Some(Arc::from(format!("{version}/{suite}")))
     }
 
     /// Without waiting: false when the server closed the connection or sent

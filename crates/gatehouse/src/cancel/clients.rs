@@ -120,6 +120,8 @@ pub struct ClientRow {
     /// The backend connection it holds: server address and that
     /// connection's own id (PostgreSQL's pid, MySQL's thread id).
     pub server: Option<(String, u32)>,
+    /// That connection's TLS session (version and cipher suite).
+    pub server_tls: Option<Arc<str>>,
     /// How long it has waited for a backend connection, while it waits.
     pub wait: Option<std::time::Duration>,
 }
@@ -148,7 +150,9 @@ impl<T: CancelTarget> CancelRegistry<T> {
             .iter()
             .filter_map(|(id, e)| {
                 let info = e.info.clone()?;
-                let server = e.slot.get().map(|t| {
+                let held = e.slot.get();
+                let server_tls = held.as_ref().and_then(|t| t.server_tls().cloned());
+                let server = held.map(|t| {
                     let (addr, pid) = t.server();
                     (addr.to_owned(), pid)
                 });
@@ -173,6 +177,7 @@ impl<T: CancelTarget> CancelRegistry<T> {
                     info,
                     state,
                     server,
+                    server_tls,
                     wait,
                 })
             })

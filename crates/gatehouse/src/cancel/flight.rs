@@ -77,6 +77,12 @@ pub trait CancelTarget: Clone + Send + Sync + 'static {
     /// The server's address and the connection's own id there
     /// (PostgreSQL's backend pid, MySQL's thread id), for the console.
     fn server(&self) -> (&str, u32);
+
+    /// The TLS session of that connection (version and cipher suite), for
+    /// the console; `None` in plain text.
+    fn server_tls(&self) -> Option<&Arc<str>> {
+        None
+    }
 }
 
 /// A target looked up for a cancel, counted in flight on its connection

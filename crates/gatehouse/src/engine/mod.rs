@@ -91,6 +91,10 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// MySQL's thread id), for the console's `SHOW SERVERS`.
     fn server_id(conn: &Self::Conn) -> u32;
 
+    /// What the connection's TLS session agreed on (version and cipher
+    /// suite), for `SHOW SERVERS`; `None` in plain text.
+    fn server_tls(conn: &Self::Conn) -> Option<Arc<str>>;
+
     /// Cheap check, without I/O waits, that an idle connection is still open.
     fn is_usable(&self, conn: &mut Self::Conn) -> bool;
 

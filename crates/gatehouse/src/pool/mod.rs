@@ -34,6 +34,17 @@ use crate::config::{ClusterSettings, Secret};
 use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
 
+/// An idle connection as the console lists it.
+#[derive(Debug, Clone)]
+pub struct IdleConn {
+    /// Its own id on the server (PostgreSQL's pid, MySQL's thread id).
+    pub server_id: u32,
+    /// What its TLS session agreed on; `None` in plain text.
+    pub tls: Option<Arc<str>>,
+    pub age: std::time::Duration,
+    pub idle_for: std::time::Duration,
+}
+
 /// What a pool serves. The cluster is part of the key because two clusters
 /// may list the same server with different pool settings.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -124,12 +135,17 @@ impl<E: Engine> Pool<E> {
 
     /// The idle connections: each one's id on its server, and how long
     /// ago it was opened and last given back (the console's `SHOW SERVERS`).
-    pub fn idle_servers(&self) -> Vec<(u32, std::time::Duration, std::time::Duration)> {
+    pub fn idle_servers(&self) -> Vec<IdleConn> {
         self.idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|p| (E::server_id(&p.conn), p.created.elapsed(), p.idle_since.elapsed()))
+            .map(|p| IdleConn {
+                server_id: E::server_id(&p.conn),
+                tls: E::server_tls(&p.conn),
+                age: p.created.elapsed(),
+                idle_for: p.idle_since.elapsed(),
+            })
             .collect()
     }
 

@@ -85,7 +85,8 @@ async fn my_backend_tls(proxy: &Proxy) -> Result<String> {
     Ok(row.map(|r| r.1).unwrap_or_default())
 }
 
-/// Both engines' sessions run over TLS to their servers.
+/// Both engines' sessions run over TLS to their servers, and the
+/// console's `SHOW SERVERS` says so of each pooled connection.
 async fn both_over_tls(proxy: &Proxy, what: &str) -> Result<()> {
     ensure!(
         pg_backend_tls(proxy).await?,
@@ -96,6 +97,17 @@ async fn both_over_tls(proxy: &Proxy, what: &str) -> Result<()> {
         version.starts_with("TLS"),
         "{what}: MariaDB backend connection without TLS ({version:?})"
     );
+    let servers = proxy.servers_tls().await?;
+    for cluster in ["pg", "my"] {
+        let tls: Vec<_> = servers.iter().filter(|(c, _)| c == cluster).map(|(_, t)| t).collect();
+        ensure!(
+            !tls.is_empty()
+                && tls
+                    .iter()
+                    .all(|t| t.as_deref().is_some_and(|t| t.starts_with("TLSv1.") && t.contains('/'))),
+            "{what}: SHOW SERVERS of {cluster}: {servers:?}"
+        );
+    }
     Ok(())
 }
 

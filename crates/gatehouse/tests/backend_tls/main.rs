@@ -195,7 +195,8 @@ impl Proxy {
         }
         let mut config = TwoEngines::new(
             cluster,
-            "[proxy]\nlog_filter = \"warn\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n",
+            "[proxy]\nlog_filter = \"warn\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n\n\
+             [console]\nadmin_users = [\"app\"]\n",
         );
         for (name, engine, backend) in backends {
             let settings = format!(
@@ -254,6 +255,25 @@ impl Proxy {
         let (client, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
         tokio::spawn(conn);
         Ok(client)
+    }
+
+    /// The console's `SHOW SERVERS`: each backend connection's cluster
+    /// and TLS session (`None` in plain text).
+    pub async fn servers_tls(&self) -> Result<Vec<(String, Option<String>)>> {
+        let info = format!(
+            "host=127.0.0.1 port={} user=app password=app-pw dbname=gatehouse sslmode=disable",
+            self.addr("pg")?.port()
+        );
+        let (console, conn) = tokio_postgres::connect(&info, tokio_postgres::NoTls).await?;
+        tokio::spawn(conn);
+        let mut out = Vec::new();
+        for m in console.simple_query("SHOW SERVERS").await? {
+            if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
+                let cluster = r.try_get("cluster")?.unwrap_or_default().to_owned();
+                out.push((cluster, r.try_get("tls")?.map(str::to_owned)));
+            }
+        }
+        Ok(out)
     }
 
     /// A MariaDB session (tenant myapp).

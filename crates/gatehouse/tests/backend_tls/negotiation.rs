@@ -136,6 +136,12 @@ fn prefer(ctx: &Ctx, spare: &Cluster) -> Result<()> {
             conn.disconnect().await?;
             let version = row.map(|r| r.1).unwrap_or_default();
             ensure!(version.is_empty(), "prefer: the MariaDB connection is under {version}");
+            // The console shows which connections went plain.
+            let servers = proxy.servers_tls().await?;
+            ensure!(
+                servers.len() >= 2 && servers.iter().all(|(_, tls)| tls.is_none()),
+                "prefer: SHOW SERVERS {servers:?}"
+            );
             Ok(())
         }
         .await;

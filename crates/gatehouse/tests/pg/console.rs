@@ -139,6 +139,8 @@ fn show_tables(ctx: &Ctx) -> Result<()> {
             .find(|r| get(r, "state") == "active" && get(r, "remote_pid") == pid.to_string())
             .with_context(|| format!("the lent connection is not in {servers:?}"))?;
         ensure!(get(lent, "client_id") == get(me, "id"), "{lent:?} vs {me:?}");
+        // The binary's servers run without TLS.
+        ensure!(lent.get("tls") == Some(&None), "{lent:?}");
 
         let backends = rows(&console, "SHOW BACKENDS").await?;
         // Both of the ops cluster's servers, with what their probes said

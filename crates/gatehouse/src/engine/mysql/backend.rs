@@ -102,6 +102,8 @@ pub struct MyCancelTarget {
     /// The cluster's TLS the connection was opened with (the `KILL`
     /// connection is opened with it too).
     tls: BackendTls,
+    /// What the connection's TLS session agreed on, for the console.
+    tls_in_use: Option<Arc<str>>,
 }
 
 impl crate::cancel::CancelTarget for MyCancelTarget {
@@ -111,6 +113,10 @@ impl crate::cancel::CancelTarget for MyCancelTarget {
 
     fn server(&self) -> (&str, u32) {
         (&self.addr, self.connection_id)
+    }
+
+    fn server_tls(&self) -> Option<&Arc<str>> {
+        self.tls_in_use.as_ref()
     }
 }
 
@@ -222,6 +228,7 @@ async fn connect_inner(
     }
     .map_err(|e| e.into_proxy(addr, user, database))?;
     let connection_id = done.greeting.connection_id;
+    let tls_in_use = stream.tls_summary();
     Ok(MyConn {
         stream,
         rbuf,
@@ -242,6 +249,7 @@ async fn connect_inner(
             connection_id,
             flight: Arc::default(),
             tls: tls.clone(),
+            tls_in_use,
         },
     })
 }

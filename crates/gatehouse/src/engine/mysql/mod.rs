@@ -217,6 +217,10 @@ impl Engine for MyEngine {
         conn.connection_id
     }
 
+    fn server_tls(conn: &MyConn) -> Option<Arc<str>> {
+        crate::cancel::CancelTarget::server_tls(&conn.cancel).cloned()
+    }
+
     async fn cancel(&self, target: MyCancelTarget) -> Result<(), ProxyError> {
         backend::cancel(target).await
     }

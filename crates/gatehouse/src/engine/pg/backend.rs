@@ -34,6 +34,8 @@ pub struct PgConn {
     /// The TLS settings it was opened with (a monitor connection kept
     /// across a reload that changed them is opened anew).
     pub(crate) tls: BackendTls,
+    /// What its TLS session agreed on (`None` in plain text).
+    pub(crate) tls_in_use: Option<Arc<str>>,
     /// Bytes read from the server but not yet consumed.
     pub(crate) buf: BytesMut,
     /// The server's current reported parameters (ParameterStatus).
@@ -72,6 +74,8 @@ pub struct PgCancelTarget {
     pub flight: Arc<CancelFlight>,
     /// A cancel goes over TLS as the connection did.
     pub tls: BackendTls,
+    /// The connection's TLS session, for the console.
+    pub tls_in_use: Option<Arc<str>>,
 }
 
 impl PartialEq for PgCancelTarget {
@@ -89,6 +93,10 @@ impl crate::cancel::CancelTarget for PgCancelTarget {
 
     fn server(&self) -> (&str, u32) {
         (&self.addr, self.pid)
+    }
+
+    fn server_tls(&self) -> Option<&Arc<str>> {
+        self.tls_in_use.as_ref()
     }
 }
 
@@ -112,6 +120,7 @@ impl PgConn {
             secret,
             flight: self.cancels.clone(),
             tls: self.tls.clone(),
+            tls_in_use: self.tls_in_use.clone(),
         })
     }
 
@@ -243,6 +252,7 @@ async fn open_stream(addr: &str, tls: &BackendTls) -> Result<BackendStream, Prox
 async fn connect_inner(addr: &str, secret: &Secret, database: &str, tls: &BackendTls) -> Result<PgConn, ProxyError> {
     let stream = open_stream(addr, tls).await?;
     let mut conn = PgConn {
+        tls_in_use: stream.tls_summary(),
         stream,
         tls: tls.clone(),
         buf: BytesMut::with_capacity(16 * 1024),

@@ -99,6 +99,10 @@ impl Engine for PgEngine {
         conn.key.map_or(0, |(pid, _)| pid)
     }
 
+    fn server_tls(conn: &PgConn) -> Option<std::sync::Arc<str>> {
+        conn.tls_in_use.clone()
+    }
+
     async fn cancel(&self, target: PgCancelTarget) -> Result<(), ProxyError> {
         backend::cancel(target).await
     }

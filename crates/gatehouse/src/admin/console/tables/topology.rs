@@ -157,6 +157,7 @@ pub fn servers(cores: &[Arc<dyn CoreView>]) -> Table {
         ("age", R),
         ("idle", R),
         ("client_id", I),
+        ("tls", T),
     ]);
     for core in cores {
         for s in core.idle_servers() {
@@ -171,6 +172,7 @@ pub fn servers(cores: &[Arc<dyn CoreView>]) -> Table {
                 secs(s.age),
                 secs(s.idle_for),
                 Cell::Null,
+                s.tls.as_deref().map(str::to_owned).into(),
             ]);
         }
         for c in core.clients() {
@@ -187,6 +189,7 @@ pub fn servers(cores: &[Arc<dyn CoreView>]) -> Table {
                 Cell::Null,
                 Cell::Null,
                 c.id.into(),
+                c.server_tls.as_deref().map(str::to_owned).into(),
             ]);
         }
     }
