@@ -102,6 +102,19 @@ impl BackendTls {
         Some(BackendTls::disabled())
     }
 
+    /// The settings of a connection opened for another one's sake (a
+    /// PostgreSQL cancel request, a MySQL `KILL`): as the cluster's, but a
+    /// `prefer` connection that went plain (the server refused TLS, or the
+    /// handshake failed) has its companions go plain at once, without
+    /// asking for TLS again.
+    pub fn for_companion_of(&self, encrypted: bool) -> BackendTls {
+        if self.mode == TlsMode::Prefer && !encrypted {
+            BackendTls::disabled()
+        } else {
+            self.clone()
+        }
+    }
+
     /// A connection that failed for TLS (a handshake refused, a server
     /// without TLS where it is required): the client hears only that the
     /// server could not be reached; the log gets the mode and the reason.

@@ -128,6 +128,23 @@ fn direct_negotiation_needs_alpn_and_a_mode_that_never_goes_plain() {
 }
 
 #[test]
+fn companions_of_a_prefer_connection_that_went_plain_go_plain() {
+    let with = |mode| {
+        build(&Source {
+            mode,
+            ..Source::default()
+        })
+        .unwrap()
+    };
+    let prefer = with(TlsMode::Prefer);
+    assert_eq!(prefer.for_companion_of(false).mode, TlsMode::Disable);
+    assert_eq!(prefer.for_companion_of(true), prefer);
+    // From require up a companion asks for TLS whatever happened before.
+    let require = with(TlsMode::Require);
+    assert_eq!(require.for_companion_of(false), require);
+}
+
+#[test]
 fn equal_only_when_built_from_the_same_mode_name_and_file_contents() {
     let dir = scratch("identity");
     let ca_path = write_ca(&dir, &Ca::new("first"));

@@ -478,7 +478,8 @@ pub async fn terminate(target: MyCancelTarget) -> Result<(), ProxyError> {
 
 async fn kill(target: MyCancelTarget, statement: &str) -> Result<(), ProxyError> {
     let work = async {
-        let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None, &target.tls).await?;
+        let tls = target.tls.for_companion_of(target.tls_in_use.is_some());
+        let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None, &tls).await?;
         let r = conn.query_raw(&format!("{statement} {}", target.connection_id)).await?;
         conn.close().await;
         match r {

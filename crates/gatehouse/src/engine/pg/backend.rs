@@ -424,7 +424,8 @@ async fn lsn_of(conn: &mut PgConn, sql: &str) -> Result<Option<crate::engine::po
 /// Sends a CancelRequest for `target` and waits for the server to close.
 pub async fn cancel(target: PgCancelTarget) -> Result<(), ProxyError> {
     let work = async {
-        let mut s = open_stream(&target.addr, &target.tls).await?;
+        let tls = target.tls.for_companion_of(target.tls_in_use.is_some());
+        let mut s = open_stream(&target.addr, &tls).await?;
         s.write_all(&startup::cancel_request(target.pid, target.secret))
             .await
             .map_err(|e| io_error(&target.addr, e))?;
