@@ -211,38 +211,54 @@ fn reset_mid_result(ctx: &Ctx) -> Result<()> {
         other.query_drop("SELECT 1").await?;
         let mut victim = p.my("myc").await?;
         p.my_relay.cut_after_server_bytes(CUT_AT);
-        let (cut, others) = tokio::join!(victim.query::<(u64, String), _>(MY_BIG), async {
-            for i in 0..20 {
-                other.query_drop(format!("SELECT {i}")).await?;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            other.query_drop("COMMIT").await
-        });
-        let err = match cut {
-            Ok(rows) => bail!("the cut result came whole ({} rows)", rows.len()),
-            Err(e) => e,
-        };
-        ensure!(
-            p.my_relay.cuts() == 1,
-            "the relay cut {} connections",
-            p.my_relay.cuts()
-        );
-        // ER_SERVER_SHUTDOWN (1053, SQLSTATE 08S01): drivers take it for a lost server.
-        let code = my_code(&err).map_err(|e| anyhow::anyhow!("no error packet on the cut result: {e}"))?;
-        ensure!(code == 1053, "cut result got error {code}: {err}");
-        others.context("the other session's transaction failed")?;
-        let one: Option<u32> = other.query_first("SELECT 1").await?;
-        ensure!(one == Some(1));
-        // The proxy ends a MariaDB session whose reply was cut mid-way
-        // (after the error packet): the victim's session is over.
-        let next = tokio::time::timeout(BOUND, victim.query_drop("SELECT 1")).await;
-        ensure!(
-            matches!(next, Ok(Err(_))),
-            "the victim's session went on after a cut reply"
-        );
+        let (cut, others) = tokio::join!(victim.query::<(u64, String), _>(MY_BIG), other_transaction(&mut other));
+        my_cut_checked(&p, cut, others, &mut victim, &mut other).await?;
         drop((victim, other));
         Ok(p)
     })
+}
+
+/// The other MariaDB session's work while the victim's result is cut: its
+/// open transaction goes on and commits.
+async fn other_transaction(other: &mut mysql_async::Conn) -> Result<(), mysql_async::Error> {
+    for i in 0..20 {
+        other.query_drop(format!("SELECT {i}")).await?;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    other.query_drop("COMMIT").await
+}
+
+/// After a MariaDB result was cut once mid-way: the victim got
+/// ER_SERVER_SHUTDOWN (1053, SQLSTATE 08S01, which drivers take for a lost
+/// server), the other session's transaction committed and it goes on, and
+/// the proxy ended the victim's session (after the error packet).
+async fn my_cut_checked(
+    p: &Proxy,
+    cut: Result<Vec<(u64, String)>, mysql_async::Error>,
+    others: Result<(), mysql_async::Error>,
+    victim: &mut mysql_async::Conn,
+    other: &mut mysql_async::Conn,
+) -> Result<()> {
+    let err = match cut {
+        Ok(rows) => bail!("the cut result came whole ({} rows)", rows.len()),
+        Err(e) => e,
+    };
+    ensure!(
+        p.my_relay.cuts() == 1,
+        "the relay cut {} connections",
+        p.my_relay.cuts()
+    );
+    let code = my_code(&err).map_err(|e| anyhow::anyhow!("no error packet on the cut result: {e}"))?;
+    ensure!(code == 1053, "cut result got error {code}: {err}");
+    others.context("the other session's transaction failed")?;
+    let one: Option<u32> = other.query_first("SELECT 1").await?;
+    ensure!(one == Some(1));
+    let next = tokio::time::timeout(BOUND, victim.query_drop("SELECT 1")).await;
+    ensure!(
+        matches!(next, Ok(Err(_))),
+        "the victim's session went on after a cut reply"
+    );
+    Ok(())
 }
 
 fn black_holed(ctx: &Ctx) -> Result<()> {
@@ -458,33 +474,12 @@ fn cut_mid_copy(ctx: &Ctx) -> Result<()> {
         let mut victim = p.my("myc").await?;
         let stmt = victim.prep(MY_BIG_PREPARED).await?;
         p.my_relay.cut_after_server_bytes(CUT_AT);
-        let (cut, others) = tokio::join!(victim.exec::<(u64, String), _, _>(&stmt, (100u32,)), async {
-            for i in 0..20 {
-                other.query_drop(format!("SELECT {i}")).await?;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            other.query_drop("COMMIT").await
-        });
-        let err = match cut {
-            Ok(rows) => bail!("the cut result came whole ({} rows)", rows.len()),
-            Err(e) => e,
-        };
-        ensure!(
-            p.my_relay.cuts() == 1,
-            "the relay cut {} connections",
-            p.my_relay.cuts()
+        let (cut, others) = tokio::join!(
+            victim.exec::<(u64, String), _, _>(&stmt, (100u32,)),
+            other_transaction(&mut other)
         );
-        let code = my_code(&err).map_err(|e| anyhow::anyhow!("no error packet on the cut result: {e}"))?;
-        ensure!(code == 1053, "cut result got error {code}: {err}");
-        others.context("the other session's transaction failed")?;
-        let one: Option<u32> = other.query_first("SELECT 1").await?;
-        ensure!(one == Some(1));
         // As for a text result: the proxy ends the session after the error.
-        let next = tokio::time::timeout(BOUND, victim.query_drop("SELECT 1")).await;
-        ensure!(
-            matches!(next, Ok(Err(_))),
-            "the victim's session went on after a cut reply"
-        );
+        my_cut_checked(&p, cut, others, &mut victim, &mut other).await?;
         drop((victim, other));
         Ok(p)
     })
