@@ -79,20 +79,10 @@ server_ssl_count() {
 # TARGET ROUND status tps transactions latency_ms proxy_cpu_s
 # proxy_cpu_s_per_1k_tx".
 run_one() {
-  local n=$1 target=$2 r=$3 pid=${PID[$2]} port=${PORT[$2]} cpu0 cpu1 status tps tx lat cpu cpuk user pw
-  local f="$DIR/runs/n$n-$target-r$r"
+  local n=$1 target=$2 r=$3 user pw
   read -r user pw < <(who "$target")
-  cpu0=$(cpu_seconds "$pid")
-  read -r status tps tx lat < <(pgbench_detail "$f.log" "$port" "$user" "$pw" "$n" "$SECS")
-  cpu1=$(cpu_seconds "$pid")
-  read -r cpu cpuk < <(awk -v a="$cpu0" -v b="$cpu1" -v t="$tx" 'BEGIN {
-    printf "%.3f %s\n", b - a, (t > 0 ? sprintf("%.4f", (b - a) * 1000 / t) : "-") }')
-  echo "pg $n $target $r $status $tps $tx $lat $cpu $cpuk" >>"$results"
-  if [ "$status" = ok ]; then
-    log "n=$n round=$r $target: $tps tps, $lat ms, proxy CPU $cpuk s/1000 tx"
-  else
-    log "n=$n round=$r $target: FAILED ($(grep -m1 -i 'error\|fatal\|abort' "$f.log" || tail -1 "$f.log"))"
-  fi
+  pgbench_measured "$n" "$target" "$r" "${PID[$target]}" "$DIR/runs/n$n-$target-r$r.log" \
+    "${PORT[$target]}" "$user" "$pw" "$SECS"
 }
 
 results="$DIR/results.txt"

@@ -197,6 +197,28 @@ pgbench_detail() {
   echo "$status ${tps:-0} ${tx:-0} ${lat:-0}"
 }
 
+# pgbench_measured N TARGET ROUND PID LOGFILE PORT USER PASSWORD SECONDS
+# [EXTRA...]: one pgbench_detail run of N clients with the CPU the proxy
+# PID used around it (/proc), appended to $results as "pg N TARGET ROUND
+# status tps transactions latency_ms proxy_cpu_s proxy_cpu_s_per_1k_tx" and
+# logged.
+pgbench_measured() {
+  local n=$1 target=$2 r=$3 pid=$4 f=$5 port=$6 user=$7 pw=$8 secs=$9
+  shift 9
+  local cpu0 cpu1 status tps tx lat cpu cpuk
+  cpu0=$(cpu_seconds "$pid")
+  read -r status tps tx lat < <(pgbench_detail "$f" "$port" "$user" "$pw" "$n" "$secs" "$@")
+  cpu1=$(cpu_seconds "$pid")
+  read -r cpu cpuk < <(awk -v a="$cpu0" -v b="$cpu1" -v t="$tx" 'BEGIN {
+    printf "%.3f %s\n", b - a, (t > 0 ? sprintf("%.4f", (b - a) * 1000 / t) : "-") }')
+  echo "pg $n $target $r $status $tps $tx $lat $cpu $cpuk" >>"$results"
+  if [ "$status" = ok ]; then
+    log "n=$n round=$r $target: $tps tps, $lat ms, proxy CPU $cpuk s/1000 tx"
+  else
+    log "n=$n round=$r $target: FAILED ($(grep -m1 -i 'error\|fatal\|abort' "$f" || tail -1 "$f"))"
+  fi
+}
+
 # rss_kib PID: a process's resident set size in KiB (VmRSS).
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 

@@ -93,21 +93,10 @@ target_of() {
 # TARGET ROUND status tps transactions latency_ms proxy_cpu_s
 # proxy_cpu_s_per_1k_tx".
 run_one() {
-  local n=$1 target=$2 r=$3 pid port cpu0 cpu1 status tps tx lat
+  local n=$1 target=$2 r=$3 pid port
   target_of "$target"
-  local f="$DIR/runs/n$n-$target-r$r"
-  cpu0=$(cpu_seconds "$pid")
-  read -r status tps tx lat < <(pgbench_detail "$f.log" "$port" "$BENCH_TENANT" "$BENCH_TENANT_PW" "$n" "$SECS" -M "$PGBENCH_MODE")
-  cpu1=$(cpu_seconds "$pid")
-  local cpu cpuk
-  read -r cpu cpuk < <(awk -v a="$cpu0" -v b="$cpu1" -v t="$tx" 'BEGIN {
-    printf "%.3f %s\n", b - a, (t > 0 ? sprintf("%.4f", (b - a) * 1000 / t) : "-") }')
-  echo "pg $n $target $r $status $tps $tx $lat $cpu $cpuk" >>"$results"
-  if [ "$status" = ok ]; then
-    log "n=$n round=$r $target: $tps tps, $lat ms, proxy CPU $cpuk s/1000 tx"
-  else
-    log "n=$n round=$r $target: FAILED ($(grep -m1 -i 'error\|fatal\|abort' "$f.log" || tail -1 "$f.log"))"
-  fi
+  pgbench_measured "$n" "$target" "$r" "$pid" "$DIR/runs/n$n-$target-r$r.log" \
+    "$port" "$BENCH_TENANT" "$BENCH_TENANT_PW" "$SECS" -M "$PGBENCH_MODE"
 }
 
 results="$DIR/results.txt"
