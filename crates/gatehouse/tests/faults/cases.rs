@@ -173,35 +173,12 @@ fn reset_mid_result(ctx: &Ctx) -> Result<()> {
         other.simple_query("SELECT 1").await?;
         let victim = p.pg("pgc").await?;
         p.pg_relay.cut_after_server_bytes(CUT_AT);
-        let (cut, others) = tokio::join!(victim.simple_query(PG_BIG), async {
-            for i in 0..20 {
-                other.simple_query(&format!("SELECT {i}")).await?;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            other.simple_query("COMMIT").await
-        });
+        let (cut, others) = tokio::join!(victim.simple_query(PG_BIG), pg_other_transaction(&other));
         let err = match cut {
             Ok(rows) => bail!("the cut result came whole ({} messages)", rows.len()),
             Err(e) => e,
         };
-        ensure!(
-            p.pg_relay.cuts() == 1,
-            "the relay cut {} connections",
-            p.pg_relay.cuts()
-        );
-        let code = sqlstate(&err).map_err(|e| anyhow::anyhow!("no SQLSTATE on the cut result: {e}"))?;
-        ensure!(code == "08006", "cut result got SQLSTATE {code}");
-        others.context("the other session's transaction failed")?;
-        // An ErrorResponse may end a reply mid-way (as the server's own
-        // errors do), then ReadyForQuery: the victim's session goes on.
-        victim
-            .simple_query("SELECT 1")
-            .await
-            .context("the victim's next statement")?;
-        other
-            .simple_query("SELECT 'after'")
-            .await
-            .context("the other session after the cut")?;
+        pg_cut_checked(&p, &err, others, &victim, &other).await?;
         let again = p.pg("pgc").await?;
         again.simple_query("BEGIN; SELECT 2; COMMIT").await?;
 
@@ -216,6 +193,48 @@ fn reset_mid_result(ctx: &Ctx) -> Result<()> {
         drop((victim, other));
         Ok(p)
     })
+}
+
+/// The other PostgreSQL session's work while the victim's reply is cut:
+/// its open transaction goes on and commits.
+async fn pg_other_transaction(
+    other: &tokio_postgres::Client,
+) -> Result<Vec<SimpleQueryMessage>, tokio_postgres::Error> {
+    for i in 0..20 {
+        other.simple_query(&format!("SELECT {i}")).await?;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    other.simple_query("COMMIT").await
+}
+
+/// After a PostgreSQL reply was cut once mid-way: the victim got 08006,
+/// the other session's transaction committed, and both sessions go on (an
+/// ErrorResponse may end a reply mid-way, as the server's own errors do,
+/// then ReadyForQuery).
+async fn pg_cut_checked(
+    p: &Proxy,
+    err: &tokio_postgres::Error,
+    others: Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>,
+    victim: &tokio_postgres::Client,
+    other: &tokio_postgres::Client,
+) -> Result<()> {
+    ensure!(
+        p.pg_relay.cuts() == 1,
+        "the relay cut {} connections",
+        p.pg_relay.cuts()
+    );
+    let code = sqlstate(err).map_err(|e| anyhow::anyhow!("no SQLSTATE on the cut reply: {e}"))?;
+    ensure!(code == "08006", "cut reply got SQLSTATE {code}");
+    others.context("the other session's transaction failed")?;
+    victim
+        .simple_query("SELECT 1")
+        .await
+        .context("the victim's next statement")?;
+    other
+        .simple_query("SELECT 'after'")
+        .await
+        .context("the other session after the cut")?;
+    Ok(())
 }
 
 /// The other MariaDB session's work while the victim's result is cut: its
@@ -438,33 +457,12 @@ fn cut_mid_copy(ctx: &Ctx) -> Result<()> {
             }
             Ok::<usize, tokio_postgres::Error>(got)
         };
-        let (cut, others) = tokio::join!(copy, async {
-            for i in 0..20 {
-                other.simple_query(&format!("SELECT {i}")).await?;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            other.simple_query("COMMIT").await
-        });
+        let (cut, others) = tokio::join!(copy, pg_other_transaction(&other));
         let err = match cut {
             Ok(bytes) => bail!("the cut COPY came whole ({bytes} bytes)"),
             Err(e) => e,
         };
-        ensure!(
-            p.pg_relay.cuts() == 1,
-            "the relay cut {} connections",
-            p.pg_relay.cuts()
-        );
-        let code = sqlstate(&err).map_err(|e| anyhow::anyhow!("no SQLSTATE on the cut COPY: {e}"))?;
-        ensure!(code == "08006", "cut COPY got SQLSTATE {code}");
-        others.context("the other session's transaction failed")?;
-        victim
-            .simple_query("SELECT 1")
-            .await
-            .context("the victim's next statement")?;
-        other
-            .simple_query("SELECT 'after'")
-            .await
-            .context("the other session after the cut")?;
+        pg_cut_checked(&p, &err, others, &victim, &other).await?;
 
         // MariaDB has no COPY: a large prepared-statement result (binary
         // protocol) cut mid-way.

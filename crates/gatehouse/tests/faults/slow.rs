@@ -32,14 +32,12 @@ pub fn latency_and_jitter(ctx: &Ctx) -> Result<()> {
         my_direct
             .query_drop("CREATE OR REPLACE TABLE faults_latency (s INT, i INT)")
             .await?;
-        for relay in [&p.pg_relay, &p.my_relay] {
-            for d in [Direction::ToClient, Direction::ToServer] {
-                relay.delay(d, Duration::from_millis(20), Duration::from_millis(10));
-            }
-        }
 
-        // PostgreSQL. Every session holds a transaction at once, so the
-        // pool opens a connection for each; after that, none more.
+        // Every session holds a transaction at once, so each pool opens a
+        // connection for each; after that, none more. They are opened
+        // before the network slows down: an open takes six or more round
+        // trips, which at 20 ± 10 ms each way on a loaded machine came near
+        // the 1 s connect_timeout (a login was refused once).
         let pg: Vec<tokio_postgres::Client> = try_join_all((0..SESSIONS).map(|_| p.pg("pgc"))).await?;
         for c in &pg {
             c.simple_query("BEGIN").await?;
@@ -47,6 +45,20 @@ pub fn latency_and_jitter(ctx: &Ctx) -> Result<()> {
         for c in &pg {
             c.simple_query("COMMIT").await?;
         }
+        let mut my: Vec<mysql_async::Conn> = try_join_all((0..SESSIONS).map(|_| p.my("myc"))).await?;
+        for c in &mut my {
+            c.query_drop("START TRANSACTION").await?;
+        }
+        for c in &mut my {
+            c.query_drop("COMMIT").await?;
+        }
+        for relay in [&p.pg_relay, &p.my_relay] {
+            for d in [Direction::ToClient, Direction::ToServer] {
+                relay.delay(d, Duration::from_millis(20), Duration::from_millis(10));
+            }
+        }
+
+        // PostgreSQL.
         let (opened, _) = p.connects("pgc");
         let started = Instant::now();
         try_join_all(pg.iter().zip(0..).map(|(c, s)| async move {
@@ -93,13 +105,6 @@ pub fn latency_and_jitter(ctx: &Ctx) -> Result<()> {
         );
 
         // MariaDB, the same.
-        let mut my: Vec<mysql_async::Conn> = try_join_all((0..SESSIONS).map(|_| p.my("myc"))).await?;
-        for c in &mut my {
-            c.query_drop("START TRANSACTION").await?;
-        }
-        for c in &mut my {
-            c.query_drop("COMMIT").await?;
-        }
         let (opened, _) = p.connects("myc");
         let started = Instant::now();
         try_join_all(my.iter_mut().zip(0..).map(|(c, s)| async move {
