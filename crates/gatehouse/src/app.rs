@@ -272,7 +272,7 @@ pub async fn run(mut app: App, shutdown: impl Future<Output = ()>) -> Result<(),
         Some(_) => tracing::info!("a successor took the listeners over: no new connections here; waiting for sessions"),
         None => tracing::info!("shutting down: no new connections; waiting for sessions"),
     }
-    app.endpoints.stop();
+    app.endpoints.stop().await;
     let mut drained = false;
     if let Some(ack) = handed_over {
         let _ = ack.send(());
@@ -287,10 +287,14 @@ pub async fn run(mut app: App, shutdown: impl Future<Output = ()>) -> Result<(),
             .await
             .is_ok();
     } else if let Some(task) = offering {
+        // It holds copies of the listeners' descriptors.
         task.abort();
+        let _ = task.await;
     }
-    for t in &tasks {
+    // Awaited too, so that the admin API's port is closed as well.
+    for t in tasks {
         t.abort();
+        let _ = t.await;
     }
     let _ = app.shutdown_tx.send(true);
     // Idle sessions wait on their sockets, not on the shutdown signal.

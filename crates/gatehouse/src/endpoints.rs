@@ -17,6 +17,7 @@
 //! reload (its socket passes over, so no client sees it closed).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::net::TcpListener;
@@ -33,7 +34,8 @@ use crate::pool::Capacity;
 /// A running endpoint.
 struct Running {
     settings: Arc<EndpointSettings>,
-    listener: Arc<TcpListener>,
+    /// `None` once [`Endpoints::stop`] closed it (shutdown).
+    listener: Option<Arc<TcpListener>>,
     addr: SocketAddr,
     /// Client connections (`max_client_connections`; resized by a reload).
     slots: Arc<Capacity>,
@@ -69,6 +71,8 @@ pub struct Endpoints {
     /// Held while accept loops may start; `None` before [`Self::start`]
     /// and after [`Self::stop`].
     drain: Mutex<Option<DrainGuard>>,
+    /// Set by [`Self::stop`]: a reload during the drain binds nothing.
+    stopped: AtomicBool,
 }
 
 async fn bind(e: &EndpointSettings) -> Result<(Arc<TcpListener>, SocketAddr), AppError> {
@@ -110,7 +114,7 @@ impl Endpoints {
             };
             running.push(Running {
                 settings: e.clone(),
-                listener,
+                listener: Some(listener),
                 addr,
                 slots: Arc::new(Capacity::new(e.max_client_connections as usize)),
                 task: None,
@@ -121,6 +125,7 @@ impl Endpoints {
             mysql,
             running: Mutex::new(running),
             drain: Mutex::new(None),
+            stopped: AtomicBool::new(false),
         })
     }
 
@@ -129,25 +134,41 @@ impl Endpoints {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         for r in running.iter_mut() {
             tracing::info!(endpoint = %r.settings.name, addr = %r.addr, cluster = %r.settings.cluster.name, role = ?r.settings.role, "listening");
-            r.task = Some(self.spawn(r, drain.clone()));
+            r.task = self.spawn(r, drain.clone());
         }
         *self.drain.lock().unwrap_or_else(PoisonError::into_inner) = Some(drain);
     }
 
-    /// Stops accepting everywhere (shutdown).
-    pub fn stop(&self) {
+    /// Stops accepting everywhere and closes every listener (shutdown):
+    /// once this returns, connecting to an endpoint is refused, whoever
+    /// still holds these endpoints (an admin request, a reload). The
+    /// aborted accept loops are awaited, since the runtime drops an
+    /// aborted task (and its hold on the listener) only a moment later.
+    pub async fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
         self.drain.lock().unwrap_or_else(PoisonError::into_inner).take();
-        for r in self.running.lock().unwrap_or_else(PoisonError::into_inner).iter_mut() {
-            let _ = r.stop_accepting();
+        let loops: Vec<JoinHandle<()>> = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter_mut()
+            .filter_map(|r| {
+                r.listener = None;
+                r.stop_accepting()
+            })
+            .collect();
+        for t in loops {
+            let _ = t.await;
         }
     }
 
-    fn spawn(&self, r: &Running, drain: DrainGuard) -> JoinHandle<()> {
-        let (endpoint, listener, slots) = (r.settings.clone(), r.listener.clone(), r.slots.clone());
-        match r.settings.cluster.engine {
+    /// Starts `r`'s accept loop, unless its listener is closed.
+    fn spawn(&self, r: &Running, drain: DrainGuard) -> Option<JoinHandle<()>> {
+        let (endpoint, listener, slots) = (r.settings.clone(), r.listener.clone()?, r.slots.clone());
+        Some(match r.settings.cluster.engine {
             EngineKind::Postgres => tokio::spawn(accept_loop(self.pg.clone(), endpoint, listener, slots, drain)),
             EngineKind::Mysql => tokio::spawn(accept_loop(self.mysql.clone(), endpoint, listener, slots, drain)),
-        }
+        })
     }
 
     /// Every endpoint's listener, as an upgrade offers them to a successor
@@ -159,7 +180,7 @@ impl Endpoints {
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter_map(|r| {
-                let fd = r.listener.as_fd().try_clone_to_owned().ok()?;
+                let fd = r.listener.as_ref()?.as_fd().try_clone_to_owned().ok()?;
                 let offered = crate::upgrade::Offered {
                     name: r.settings.name.clone(),
                     listen: r.settings.listen,
@@ -219,6 +240,9 @@ impl Endpoints {
     /// Binds the listeners `settings` adds; an address that cannot be
     /// bound refuses the reload (the listeners bound so far close again).
     pub async fn prepare(&self, settings: &Settings) -> Result<Prepared, AppError> {
+        if self.stopped.load(Ordering::Acquire) {
+            return Ok(Prepared { bound: Vec::new() });
+        }
         let wanted: Vec<Arc<EndpointSettings>> = {
             let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             settings
@@ -251,7 +275,7 @@ impl Endpoints {
             let (listener, addr) = match prepared.bound.iter().position(|(n, _, _)| *n == e.name) {
                 Some(i) => {
                     let (_, l, a) = prepared.bound.swap_remove(i);
-                    (l, a)
+                    (Some(l), a)
                 }
                 None => match Self::reusable(&running, settings, e) {
                     Some(r) => (r.listener.clone(), r.addr),
@@ -306,7 +330,7 @@ impl Endpoints {
         }
         if let Some(drain) = drain {
             for r in next.iter_mut() {
-                r.task = Some(self.spawn(r, drain.clone()));
+                r.task = self.spawn(r, drain.clone());
             }
         }
         *running = next;

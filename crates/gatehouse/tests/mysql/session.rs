@@ -121,6 +121,8 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let addr = app.local_addr("rw").context("rw")?;
+        // Held past shutdown: the listener closes all the same.
+        let held = app.endpoints();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let proxy = tokio::spawn(gatehouse::run(app, async {
             let _ = rx.await;
@@ -140,6 +142,7 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
             tokio::net::TcpStream::connect(addr).await.is_err(),
             "still accepting after shutdown"
         );
+        drop(held);
         Ok(())
     })
 }

@@ -120,6 +120,9 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let addr = app.local_addr("rw").context("rw")?;
+        // Held past shutdown (as an admin request or a reload may hold
+        // them): the listener closes all the same.
+        let held = app.endpoints();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let proxy = tokio::spawn(gatehouse::run(app, async {
             let _ = rx.await;
@@ -128,7 +131,9 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
         raw.login(&[("user", "alice"), ("database", "app1")], "alice-pw")
             .await?;
         ensure!(raw.query("SELECT 'before'").await? == ["before"]);
-        shutdown_ends(&mut raw, tx, proxy, addr).await
+        shutdown_ends(&mut raw, tx, proxy, addr).await?;
+        drop(held);
+        Ok(())
     })
 }
 
