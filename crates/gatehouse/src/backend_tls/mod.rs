@@ -22,6 +22,7 @@
 //! `postgresql` is then mandatory, and, as in libpq, only the modes that
 //! never fall back to plain text may use it.
 
+mod fallback;
 pub mod stream;
 
 use std::path::Path;
@@ -174,6 +175,8 @@ pub struct BackendTls {
     server_name: Option<ServerName<'static>>,
     /// SHA-256 over the mode, the server name and every file's bytes.
     identity: [u8; 32],
+    /// `prefer`'s fallback lines, shared by the clones of this setting.
+    fallback_log: Arc<fallback::FallbackLog>,
 }
 
 impl PartialEq for BackendTls {
@@ -207,6 +210,7 @@ impl BackendTls {
             connector: None,
             server_name: None,
             identity: [0; 32],
+            fallback_log: Arc::default(),
         }
     }
 
@@ -302,6 +306,7 @@ pub fn build(source: &Source<'_>) -> Result<BackendTls, BackendTlsError> {
             connector: None,
             server_name,
             identity,
+            fallback_log: Arc::default(),
         });
     }
     let config = client_config(source.mode, ca, client)?;
@@ -315,6 +320,7 @@ pub fn build(source: &Source<'_>) -> Result<BackendTls, BackendTlsError> {
         connector: Some(tokio_rustls::TlsConnector::from(Arc::new(config))),
         server_name,
         identity,
+        fallback_log: Arc::default(),
     })
 }
 

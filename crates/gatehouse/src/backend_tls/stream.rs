@@ -89,16 +89,20 @@ impl BackendTls {
     /// `prefer` after a handshake with a server that offered TLS failed
     /// (a protocol version or cipher they do not share, say): as libpq
     /// does, the connection is opened again in plain text, with the
-    /// settings this returns; logged at WARN with the reason. `None` from
-    /// `require` up, where the failure stands.
+    /// settings this returns; logged at WARN with the reason (once a
+    /// minute per server, see [`super::fallback`]). `None` from `require`
+    /// up, where the failure stands.
     pub fn plain_after_failed_handshake(&self, addr: &str, e: &HandshakeError) -> Option<BackendTls> {
         if self.mode != TlsMode::Prefer {
             return None;
         }
-        tracing::warn!(
-            backend = addr,
-            "backend_tls = \"prefer\": TLS handshake failed ({e}); connecting again without TLS"
-        );
+        if let Some(held_back) = self.fallback_log.admit(addr, std::time::Instant::now()) {
+            tracing::warn!(
+                backend = addr,
+                unlogged_since_last_line = held_back,
+                "backend_tls = \"prefer\": TLS handshake failed ({e}); connecting again without TLS"
+            );
+        }
         Some(BackendTls::disabled())
     }
 

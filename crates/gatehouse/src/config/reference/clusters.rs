@@ -95,7 +95,8 @@ pub(super) const CLUSTERS: Section = Section {
             kind: "string",
             default: Some("prefer"),
             about: "TLS toward the backends (pools, probes, cancels), with libpq's `sslmode` names: \
-                    `\"disable\"`; `\"prefer\"` (TLS when the server offers it, else plain; the certificate \
+                    `\"disable\"`; `\"prefer\"` (TLS when the server offers it, else plain, and plain again after \
+                    a failed handshake, logged at WARN once a minute per server; the certificate \
                     is not verified); `\"require\"` (TLS or no connection; not verified); `\"verify-ca\"` \
                     (the chain must lead to `backend_tls_ca`); `\"verify-full\"` (and the certificate must \
                     name the backend's host, or `backend_tls_server_name`). PostgreSQL: SSLRequest, then \
