@@ -100,34 +100,14 @@ pub(super) fn clusters(
 /// configuration file), built and checked now: a CA that cannot be read
 /// is an error of the configuration, not of the first connection.
 fn backend_tls(cx: &mut Ctx, c: &RawCluster, engine: EngineKind) -> BackendTls {
-    let mode = match &c.backend_tls {
-        None => TlsMode::default(),
-        Some(m) => TlsMode::parse(m.get_ref()).unwrap_or_else(|| {
-            cx.at(
-                m,
-                format!(
-                    "unknown backend_tls \"{}\" (expected one of {})",
-                    m.get_ref(),
-                    TlsMode::NAMES.map(|n| format!("\"{n}\"")).join(", ")
-                ),
-            );
-            TlsMode::default()
-        }),
-    };
-    let negotiation = match &c.backend_tls_negotiation {
-        None => Negotiation::default(),
-        Some(n) => Negotiation::parse(n.get_ref()).unwrap_or_else(|| {
-            cx.at(
-                n,
-                format!(
-                    "unknown backend_tls_negotiation \"{}\" (expected one of {})",
-                    n.get_ref(),
-                    Negotiation::NAMES.map(|n| format!("\"{n}\"")).join(", ")
-                ),
-            );
-            Negotiation::default()
-        }),
-    };
+    let mode = one_of(cx, "backend_tls", &c.backend_tls, TlsMode::parse, &TlsMode::NAMES);
+    let negotiation = one_of(
+        cx,
+        "backend_tls_negotiation",
+        &c.backend_tls_negotiation,
+        Negotiation::parse,
+        &Negotiation::NAMES,
+    );
     let path = |p: &Option<Spanned<String>>| p.as_ref().map(|p| cx.base.join(p.get_ref()));
     let (ca, cert, key) = (
         path(&c.backend_tls_ca),
@@ -192,6 +172,26 @@ fn weights(cx: &mut Ctx, c: &RawCluster) -> std::collections::BTreeMap<String, u
 }
 
 /// A count that must be at least 1, if given.
+/// A key whose value is one of `names`: parsed, or (unknown) an error at
+/// its line and the default; the default when it is absent.
+fn one_of<T: Default>(
+    cx: &mut Ctx,
+    key: &str,
+    value: &Option<Spanned<String>>,
+    parse: fn(&str) -> Option<T>,
+    names: &[&str],
+) -> T {
+    let Some(v) = value else { return T::default() };
+    parse(v.get_ref()).unwrap_or_else(|| {
+        let expected = names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ");
+        cx.at(
+            v,
+            format!("unknown {key} \"{}\" (expected one of {expected})", v.get_ref()),
+        );
+        T::default()
+    })
+}
+
 fn at_least_one(cx: &mut Ctx, v: &Option<Spanned<u32>>, field: &str) -> Option<u32> {
     let v = v.as_ref()?;
     if *v.get_ref() == 0 {
