@@ -492,6 +492,43 @@ const MY_AUTH_CUT: u64 = 20;
 /// The relayed clusters' connect timeout and failover hold, and slack.
 pub const CONNECT_AND_HOLD: Duration = Duration::from_secs(1 + 2 + 2);
 
+/// Runs `statement`, whose session needs a new backend connection of
+/// `cluster` that `relay` (armed by the caller) cuts once during its
+/// login, and checks what every such cut must give: exactly one cut, an
+/// answer within [`CONNECT_AND_HOLD`] (a success, on another new
+/// connection, or an error `expected_error` takes), and the cut open
+/// counted as failed by the pool. Returns the answer and its time.
+pub async fn login_cut_checked<T, E: std::fmt::Display>(
+    p: &Proxy,
+    relay: &gatehouse_testkit::faults::FaultRelay,
+    engine: &str,
+    cluster: &str,
+    statement: impl std::future::Future<Output = std::result::Result<T, E>>,
+    expected_error: impl FnOnce(&E) -> Result<()>,
+) -> Result<(std::result::Result<T, E>, Duration)> {
+    let before = p.connects(cluster);
+    let started = Instant::now();
+    let result = tokio::time::timeout(BOUND, statement)
+        .await
+        .with_context(|| format!("{engine} hung"))?;
+    let took = started.elapsed();
+    ensure!(relay.cuts() == 1, "the relay cut {} connections", relay.cuts());
+    ensure!(took < CONNECT_AND_HOLD, "{engine} took {took:?}");
+    if let Err(e) = &result {
+        expected_error(e)?;
+    }
+    let after = p.connects(cluster);
+    ensure!(
+        after.1 > before.1,
+        "the cut connection was not counted as failed: {before:?} -> {after:?}"
+    );
+    ensure!(
+        result.is_err() || after.0 > before.0,
+        "{engine} succeeded without a new connection: {before:?} -> {after:?}"
+    );
+    Ok((result, took))
+}
+
 fn reset_during_auth(ctx: &Ctx) -> Result<()> {
     with_proxy(ctx, "reset_during_auth", |p| async move {
         let pg = p.pg("pgc").await?;
@@ -501,60 +538,28 @@ fn reset_during_auth(ctx: &Ctx) -> Result<()> {
         // The pooled connections die: the next transaction needs a new one.
         p.pg_relay.reset_all().await;
         p.my_relay.reset_all().await;
-        let pg_before = p.connects("pgc");
-        let my_before = p.connects("myc");
         p.pg_relay.cut_next_connection_after_server_bytes(PG_AUTH_CUT);
         p.my_relay.cut_next_connection_after_server_bytes(MY_AUTH_CUT);
-
-        let started = Instant::now();
-        let pg_result = tokio::time::timeout(BOUND, pg.simple_query("BEGIN; SELECT 2; COMMIT"))
-            .await
-            .context("PostgreSQL hung")?;
-        let pg_took = started.elapsed();
-        ensure!(
-            p.pg_relay.cuts() == 1,
-            "the relay cut {} connections",
-            p.pg_relay.cuts()
-        );
-        ensure!(pg_took < CONNECT_AND_HOLD, "PostgreSQL took {pg_took:?}");
-        if let Err(e) = &pg_result {
-            let code = sqlstate(e).map_err(|e| anyhow::anyhow!("no SQLSTATE: {e}"))?;
-            ensure!(code.starts_with("08"), "reset during auth gave SQLSTATE {code}");
-        }
-        let pg_after = p.connects("pgc");
-        ensure!(
-            pg_after.1 > pg_before.1,
-            "the cut connection was not counted as failed: {pg_before:?} -> {pg_after:?}"
-        );
-        ensure!(
-            pg_result.is_err() || pg_after.0 > pg_before.0,
-            "PostgreSQL succeeded without a new connection: {pg_before:?} -> {pg_after:?}"
-        );
-
-        let started = Instant::now();
-        let my_result = tokio::time::timeout(BOUND, my.query_drop("SELECT 2"))
-            .await
-            .context("MariaDB hung")?;
-        let my_took = started.elapsed();
-        ensure!(
-            p.my_relay.cuts() == 1,
-            "the relay cut {} connections",
-            p.my_relay.cuts()
-        );
-        ensure!(my_took < CONNECT_AND_HOLD, "MariaDB took {my_took:?}");
-        if let Err(e) = &my_result {
-            let code = my_code(e).map_err(|e| anyhow::anyhow!("no error packet: {e}"))?;
-            ensure!(code == 1053, "reset during auth gave error {code}: {e}");
-        }
-        let my_after = p.connects("myc");
-        ensure!(
-            my_after.1 > my_before.1,
-            "the cut connection was not counted as failed: {my_before:?} -> {my_after:?}"
-        );
-        ensure!(
-            my_result.is_err() || my_after.0 > my_before.0,
-            "MariaDB succeeded without a new connection: {my_before:?} -> {my_after:?}"
-        );
+        let (pg_result, pg_took) = login_cut_checked(
+            &p,
+            &p.pg_relay,
+            "PostgreSQL",
+            "pgc",
+            pg.simple_query("BEGIN; SELECT 2; COMMIT"),
+            |e| {
+                let code = sqlstate(e).map_err(|e| anyhow::anyhow!("no SQLSTATE: {e}"))?;
+                ensure!(code.starts_with("08"), "reset during auth gave SQLSTATE {code}");
+                Ok(())
+            },
+        )
+        .await?;
+        let (my_result, my_took) =
+            login_cut_checked(&p, &p.my_relay, "MariaDB", "myc", my.query_drop("SELECT 2"), |e| {
+                let code = my_code(e).map_err(|e| anyhow::anyhow!("no error packet: {e}"))?;
+                ensure!(code == 1053, "reset during auth gave error {code}: {e}");
+                Ok(())
+            })
+            .await?;
         tracing::info!(?pg_result, ?my_result, ?pg_took, ?my_took, "after a reset during auth");
 
         // The sessions go on (the cut is one-shot).

@@ -19,7 +19,7 @@ use md5::{Digest, Md5};
 use mysql_async::prelude::Queryable;
 use tokio::io::AsyncReadExt;
 
-use crate::cases::{CONNECT_AND_HOLD, pg_rows, with_proxy};
+use crate::cases::{login_cut_checked, pg_rows, with_proxy};
 use crate::{BOUND, Ctx, my_code};
 
 /// Bytes of the server's reply to the proxy's login let through after the
@@ -57,37 +57,17 @@ pub fn cut_inside_password_exchange(ctx: &Ctx) -> Result<()> {
         // The pooled connection dies: the next statement needs a new one,
         // whose reply to the login is cut after a few bytes.
         p.my_relay.reset_all().await;
-        let before = p.connects("myc");
         let cut_at = greeting + INTO_THE_REPLY;
         p.my_relay.cut_next_connection_after_server_bytes(cut_at);
-
-        let started = Instant::now();
-        let result = tokio::time::timeout(BOUND, my.query_drop("SELECT 2"))
-            .await
-            .context("MariaDB hung")?;
-        let took = started.elapsed();
-        ensure!(
-            p.my_relay.cuts() == 1,
-            "the relay cut {} connections",
-            p.my_relay.cuts()
-        );
-        ensure!(took < CONNECT_AND_HOLD, "MariaDB took {took:?}");
-        if let Err(e) = &result {
+        let (result, took) = login_cut_checked(&p, &p.my_relay, "MariaDB", "myc", my.query_drop("SELECT 2"), |e| {
             let code = my_code(e).map_err(|e| anyhow::anyhow!("no error packet: {e}"))?;
             ensure!(
                 code == 1053,
                 "a cut during the password exchange gave error {code}: {e}"
             );
-        }
-        let after = p.connects("myc");
-        ensure!(
-            after.1 > before.1,
-            "the cut connection was not counted as failed: {before:?} -> {after:?}"
-        );
-        ensure!(
-            result.is_err() || after.0 > before.0,
-            "MariaDB succeeded without a new connection: {before:?} -> {after:?}"
-        );
+            Ok(())
+        })
+        .await?;
         println!("greeting {greeting} bytes, cut at {cut_at}: {result:?} after {took:?}");
 
         // The session goes on (the cut is one-shot).
