@@ -215,8 +215,10 @@ impl<E: Engine> Core<E> {
         {
             match pool.lease_for(cap).await {
                 Ok(lease) => {
-                    state.routed(&choice);
-                    return Ok(lease);
+                    if let Some(lease) = unless_paused(&state, endpoint, lease) {
+                        state.routed(&choice);
+                        return Ok(lease);
+                    }
                 }
                 Err(e) if e.condition != Condition::BackendUnavailable => return Err(e),
                 Err(_) => state.probe_now.notify_one(),
@@ -245,7 +247,7 @@ impl<E: Engine> Core<E> {
         key.backend = candidate.backend.addr.clone();
         key.cluster.clone_from(&state.name);
         let reader_pool = self.pool_on(state, key, &pool.secret(), &candidate.backend.leases);
-        let mut lease = reader_pool.lease_for(cap).await.ok()?;
+        let mut lease = unless_paused(state, endpoint, reader_pool.lease_for(cap).await.ok()?)?;
         match E::replay_position(lease.conn()).await {
             Ok(Some(at)) => {
                 let covers = at.covers(need);
@@ -309,8 +311,12 @@ impl<E: Engine> Core<E> {
             }
             match pool.lease_for(cap).await {
                 Ok(lease) => {
-                    state.routed(&choice);
-                    return Ok(lease);
+                    if let Some(lease) = unless_paused(state, endpoint, lease) {
+                        state.routed(&choice);
+                        return Ok(lease);
+                    }
+                    // Paused while it was taken: the next choice waits.
+                    changes.get_or_insert_with(|| state.subscribe());
                 }
                 Err(e) if e.condition == Condition::BackendUnavailable => {
                     let until = *hold.get_or_insert_with(|| Instant::now() + state.settings().failover_hold);
@@ -330,6 +336,24 @@ impl<E: Engine> Core<E> {
             }
         }
     }
+}
+
+/// `lease` if `endpoint` is still not held now that it is lent, else
+/// `None`, the connection given back unused. Taking a lease can take a
+/// while (a connection opened, a slot awaited) after the choice that found
+/// the endpoint not held; an operator's pause, or a switchover's, that
+/// began meanwhile has already looked for the leases out and found none of
+/// this one. Since the lease is counted on its backend before this look
+/// (both sequentially consistent, as are the pause's store and the drain's
+/// count), either the drain sees the lease or the lease sees the pause: no
+/// statement starts on a backend a switchover is about to stop.
+fn unless_paused<E: Engine>(state: &ClusterState, endpoint: &EndpointSettings, lease: Lease<E>) -> Option<Lease<E>> {
+    if state.holds(&endpoint.name) {
+        tracing::debug!(cluster = %state.name, endpoint = %endpoint.name, "lease taken as a pause began: given back, the session waits");
+        lease.recycle();
+        return None;
+    }
+    Some(lease)
 }
 
 /// The error of a lease that found no backend within `failover_hold`.

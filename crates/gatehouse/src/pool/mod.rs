@@ -195,7 +195,9 @@ impl<E: Engine> Pool<E> {
     }
 
     fn lent(self: &Arc<Self>, pooled: Box<Pooled<E::Conn>>, permit: OwnedSemaphorePermit) -> Lease<E> {
-        self.backend_leases.fetch_add(1, Ordering::Relaxed);
+        // SeqCst: a switchover's drain must see it, or the router's look
+        // after it must see the pause (`router::unless_paused`).
+        self.backend_leases.fetch_add(1, Ordering::SeqCst);
         Lease {
             pooled: Some(pooled),
             pool: self.clone(),

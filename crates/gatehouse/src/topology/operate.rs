@@ -35,13 +35,14 @@ pub enum OperateError {
 impl ClusterState {
     /// Pauses (or resumes) new leases of the whole cluster.
     pub fn set_paused(&self, paused: bool) {
-        self.paused.store(paused, Ordering::Release);
+        // SeqCst, as the leases' counts and `holds`: see `router::unless_paused`.
+        self.paused.store(paused, Ordering::SeqCst);
         tracing::warn!(cluster = %self.name, paused, "cluster pause changed by an operator");
         self.changed();
     }
 
     pub fn is_paused(&self) -> bool {
-        self.paused.load(Ordering::Acquire)
+        self.paused.load(Ordering::SeqCst)
     }
 
     /// Pauses (or resumes) new leases of one endpoint of the cluster.
@@ -55,7 +56,7 @@ impl ClusterState {
         } else {
             set.remove(endpoint);
         }
-        self.any_endpoint_paused.store(!set.is_empty(), Ordering::Release);
+        self.any_endpoint_paused.store(!set.is_empty(), Ordering::SeqCst);
         drop(set);
         tracing::warn!(cluster = %self.name, endpoint, paused, "endpoint pause changed by an operator");
         self.changed();
@@ -63,8 +64,8 @@ impl ClusterState {
 
     /// Whether new leases of `endpoint` wait.
     pub(crate) fn holds(&self, endpoint: &str) -> bool {
-        self.paused.load(Ordering::Acquire)
-            || (self.any_endpoint_paused.load(Ordering::Acquire)
+        self.paused.load(Ordering::SeqCst)
+            || (self.any_endpoint_paused.load(Ordering::SeqCst)
                 && self
                     .paused_endpoints
                     .lock()
@@ -87,7 +88,7 @@ impl ClusterState {
 
     /// Leases out on all of the cluster's backends now.
     pub fn leases_out(&self) -> usize {
-        self.backends().iter().map(|b| b.leases.load(Ordering::Relaxed)).sum()
+        self.backends().iter().map(|b| b.leases.load(Ordering::SeqCst)).sum()
     }
 }
 

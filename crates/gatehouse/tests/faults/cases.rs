@@ -54,6 +54,10 @@ pub fn cases() -> Vec<(&'static str, gatehouse_testkit::trials::Case<Ctx>)> {
             "a_bandwidth_limit_towards_the_server_delivers_a_large_statement_whole_and_correct",
             upstream::bandwidth_limit_to_server,
         ),
+        (
+            "a_lease_being_opened_as_a_pause_begins_waits_for_the_resume",
+            crate::pause::lease_opening_as_a_pause_begins,
+        ),
     ]
 }
 
