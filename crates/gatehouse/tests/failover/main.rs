@@ -18,6 +18,7 @@ mod pg;
 mod pg_ops;
 mod replica;
 mod split;
+mod switchover;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,6 +1,7 @@
 //! MariaDB failover: the writer killed and the replica promoted under idle
 //! and writing mysql_async clients, and the old writer restarted writable
-//! beside the new one (split brain: fenced).
+//! beside the new one (split brain: fenced). The planned switchover is in
+//! `crate::switchover`, with PostgreSQL's.
 //!
 //! A trigger writes the port of the server that stored each row (`@@port`)
 //! into it, so where each write landed is checked on the servers
@@ -38,10 +39,14 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             lost_transaction,
         ),
         ("mysql::reads_leave_a_lost_replica_and_come_back", replica_loss),
+        (
+            "mysql::switchover_moves_writes_without_errors",
+            crate::switchover::mysql,
+        ),
     ]
 }
 
-const ENGINE: &str = "mysql";
+pub(crate) const ENGINE: &str = "mysql";
 
 /// The configuration of a case's proxy: one cluster over the servers
 /// (replicas listed first: roles come from probing, never from the
@@ -61,6 +66,8 @@ name = "main"
 engine = "mysql"
 backends = [{backends}]
 monitor_secret = "superuser"
+# The switchover case's promote step (crate::switchover::command).
+switchover_command = "{switch}"
 {HEALTH_KEYS}
 
 [[endpoints]]
@@ -98,6 +105,7 @@ password = "owner-pw"
 "#,
         backends = servers.join(", "),
         d = dir.display(),
+        switch = crate::switchover::command(dir),
         hash = native_password::format_stored(&native_password::stored_hash(b"alice-pw")),
         su = cluster.mysql_user(),
         su_pw = cluster.mysql_password(),
@@ -134,7 +142,7 @@ fn prepare(cluster: &Cluster, replicas: usize) -> Result<()> {
 }
 
 /// A case's own MariaDB primary my0 and replica my1, and its own proxy.
-fn rig(ctx: &Ctx, name: &str) -> Result<Rig> {
+pub(crate) fn rig(ctx: &Ctx, name: &str) -> Result<Rig> {
     rig_with(ctx, name, 1)
 }
 
@@ -235,7 +243,7 @@ async fn insert_on(conn: &mut Conn, tag: &str) -> Result<()> {
 }
 
 /// Tag -> port of every row of `t` on `server`, read there directly.
-fn rows_on(cluster: &Cluster, server: &str) -> Result<HashMap<String, u16>> {
+pub(crate) fn rows_on(cluster: &Cluster, server: &str) -> Result<HashMap<String, u16>> {
     let out = cluster.mysql_sql(server, "SELECT who, port FROM app1.t")?;
     out.lines()
         .filter(|l| !l.is_empty())
@@ -263,7 +271,7 @@ fn check_writer_loss(l: &Finished<Conn>, t0: Instant) -> Result<()> {
     Ok(())
 }
 
-fn spawn_loopers(rig: &Rig, n: usize) -> Result<Loopers<Conn>> {
+pub(crate) fn spawn_loopers(rig: &Rig, n: usize) -> Result<Loopers<Conn>> {
     spawn_loopers_on(rig, "rw", "w", n, false)
 }
 

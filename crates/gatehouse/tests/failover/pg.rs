@@ -42,7 +42,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "pg::a_transaction_lost_with_its_writer_needs_a_rollback",
             super::pg_ops::lost_transaction,
         ),
-        ("pg::switchover_moves_writes_without_errors", super::pg_ops::switchover),
+        ("pg::switchover_moves_writes_without_errors", crate::switchover::pg),
     ]
 }
 
@@ -93,9 +93,8 @@ name = "main"
 engine = "postgres"
 backends = [{backends}]
 monitor_secret = "superuser"
-# The switchover case's promote step: the case itself stops pg0 and
-# promotes the target when it sees the request, then answers.
-switchover_command = "echo {{target}} > {d}/switch.part && mv {d}/switch.part {d}/switch.request && until [ -e {d}/switch.done ]; do sleep 0.05; done"
+# The switchover case's promote step (crate::switchover::command).
+switchover_command = "{switch}"
 {HEALTH_KEYS}
 {endpoints}
 [admin]
@@ -120,6 +119,7 @@ password = "owner-pw"
 "#,
         backends = servers.join(", "),
         d = dir.display(),
+        switch = crate::switchover::command(dir),
         verifier = ScramVerifier::from_password("alice-pw", &random_salt(), 4096),
         su = cluster.pg_user(),
         su_pw = cluster.pg_password(),

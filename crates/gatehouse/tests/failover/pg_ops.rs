@@ -1,7 +1,7 @@
 //! PostgreSQL cases beyond the writer's loss (which stays in `pg.rs` with
 //! the rigs and helpers): a hung writer, a replica lost under reads, a
-//! transaction lost with its writer (the aborted block until ROLLBACK), and
-//! a planned switchover through the admin API.
+//! transaction lost with its writer (the aborted block until ROLLBACK). The
+//! planned switchover is in `crate::switchover`, with MariaDB's.
 
 use std::time::{Duration, Instant};
 
@@ -173,58 +173,5 @@ pub(crate) fn lost_transaction(ctx: &Ctx) -> Result<()> {
     for tag in ["after-loss-a", "in-lost-block-a", "in-lost-block-b"] {
         problems.require(!rows.contains_key(tag), || format!("{tag} is on pg1"));
     }
-    problems.finish()
-}
-
-/// A planned switchover through the admin API while 4 clients write in a
-/// loop: new transactions wait while the cluster is paused, the old writer
-/// is stopped and the replica promoted (by the cluster's
-/// switchover_command, which hands the step to this case), and writes go
-/// on on the new writer, with no client error at all.
-pub(crate) fn switchover(ctx: &Ctx) -> Result<()> {
-    let mut rig = rig(ctx, "pg-switchover", 1, &[RW])?;
-    let h = rig.handle();
-    let (port0, port1) = (rig.server_port("pg0")?, rig.server_port("pg1")?);
-    let addr1 = rig.server_addr("pg1")?;
-    rig.wait_roles(ENGINE, "pg0", &["pg1"])?;
-    let loopers = spawn_loopers(&rig, "rw", "w", 4, insert_sql)?;
-    let started = Instant::now();
-    loopers.wait_each("a write on pg0", Duration::from_secs(10), started, |a| {
-        a.port() == Some(port0)
-    })?;
-    let dir = rig.dir().to_path_buf();
-    let asked = rig.post_async(&format!("/api/clusters/main/switchover/{addr1}"));
-    let request = dir.join("switch.request");
-    wait_until("the switchover command to run", Duration::from_secs(20), || {
-        Ok(if request.exists() {
-            Ok(())
-        } else {
-            Err("no request yet".to_string())
-        })
-    })?;
-    let target = std::fs::read_to_string(&request)?;
-    ensure!(target.trim() == addr1, "switchover target {target:?}, not {addr1}");
-    rig.cluster.stop("pg0")?;
-    rig.cluster.promote("pg1")?;
-    std::fs::write(dir.join("switch.done"), "")?;
-    let answer = asked
-        .join()
-        .map_err(|_| anyhow::anyhow!("the switchover request panicked"))??;
-    let switched = Instant::now();
-    ensure!(answer.status == 200, "switchover: {} {}", answer.status, answer.body);
-    ensure!(answer.body.contains(&addr1), "switchover answer: {}", answer.body);
-    loopers.wait_each("a write after the switchover", Duration::from_secs(10), switched, |a| {
-        a.port() == Some(port1)
-    })?;
-    let done = loopers.stop(&h)?;
-    let mut problems = Problems::default();
-    for l in &done {
-        let errors = l.errors();
-        problems.require(errors.is_empty(), || format!("{}: {}", l.name, l.show_errors(rig.t0)));
-    }
-    eprintln!(
-        "pg::switchover_moves_writes_without_errors: errors seen by the writers: {:?}",
-        all_errors(&done)
-    );
     problems.finish()
 }
