@@ -221,9 +221,17 @@ impl Proxy {
 
     /// Backend connections lent out now, over every pool of both engines.
     pub fn leased(&self) -> usize {
-        let pg: usize = self.pg.pools.all().iter().map(|p| p.leased_count()).sum();
-        let my: usize = self.my.pools.all().iter().map(|p| p.leased_count()).sum();
-        pg + my
+        self.leased_where(|_| true)
+    }
+
+    /// Places lent now in `cluster`'s pools, a lease still opening its
+    /// connection included.
+    pub fn leased_in(&self, cluster: &str) -> usize {
+        self.leased_where(|k| k.cluster == cluster)
+    }
+
+    fn leased_where(&self, keep: impl Fn(&gatehouse::pool::PoolKey) -> bool) -> usize {
+        lent_where(&self.pg.pools, &keep) + lent_where(&self.my.pools, &keep)
     }
 
     /// Backend connections the proxy's pools have opened, and failed to
@@ -277,6 +285,19 @@ impl Proxy {
             .context("run() did not return")???;
         Ok(())
     }
+}
+
+/// Places lent now in the pools of `pools` whose key `keep` keeps.
+fn lent_where<E: gatehouse::engine::Engine>(
+    pools: &gatehouse::pool::Pools<E>,
+    keep: &impl Fn(&gatehouse::pool::PoolKey) -> bool,
+) -> usize {
+    pools
+        .all()
+        .iter()
+        .filter(|p| keep(p.key()))
+        .map(|p| p.leased_count())
+        .sum()
 }
 
 /// The SQLSTATE of a tokio-postgres error, or what it was instead.

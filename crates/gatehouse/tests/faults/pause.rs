@@ -70,7 +70,7 @@ async fn held_by_the_pause<T>(
     // the lease is opening a connection (the health probes dial too, so
     // the relay's count alone does not say whose).
     let dialled = async {
-        while relay.accepted() == accepted || leased(p, cluster) == 0 {
+        while relay.accepted() == accepted || p.leased_in(cluster) == 0 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     };
@@ -121,24 +121,4 @@ fn cluster_state(p: &Proxy, cluster: &str) -> Result<std::sync::Arc<ClusterState
 fn retire_idle(p: &Proxy, cluster: &str, backend: &str) {
     p.pg.pools.retire_backend(cluster, backend);
     p.my.pools.retire_backend(cluster, backend);
-}
-
-/// Places of `cluster`'s pools lent now, a lease still opening its
-/// connection included.
-fn leased(p: &Proxy, cluster: &str) -> usize {
-    let pg =
-        p.pg.pools
-            .all()
-            .iter()
-            .filter(|x| x.key().cluster == cluster)
-            .map(|x| x.leased_count())
-            .sum::<usize>();
-    let my =
-        p.my.pools
-            .all()
-            .iter()
-            .filter(|x| x.key().cluster == cluster)
-            .map(|x| x.leased_count())
-            .sum::<usize>();
-    pg + my
 }
