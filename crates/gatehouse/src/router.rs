@@ -17,7 +17,10 @@
 //! (53300 / 1040) naming the reason. A backend that refuses the
 //! connection is reported to the monitor (which probes at once) and the
 //! lease is routed again, within the same hold: a dead writer costs the
-//! clients between transactions nothing but the wait.
+//! clients between transactions nothing but the wait. An operator's pause
+//! (a switchover's first step) holds leases the same way, including one
+//! whose connection was still being opened when the pause began: it is
+//! given back unused once lent, and waits ([`unless_paused`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
