@@ -342,6 +342,80 @@ alternate_cells() {
   done
 }
 
+# PROXY_PIDS: the proxies a script started; cleanup_proxies (its EXIT trap)
+# stops them and the test kit's cluster under $DIR/cluster. TARGET_PID and
+# TARGET_PORT: the proxies measured by pgbench_warm_up and
+# pgbench_alternated, by target name (add_target).
+PROXY_PIDS=()
+declare -A TARGET_PID=() TARGET_PORT=()
+
+# add_target NAME: the proxy start_gatehouse just started is target NAME.
+add_target() {
+  TARGET_PID[$1]=$GH_PROXY_PID
+  TARGET_PORT[$1]=$GH_PROXY_PORT
+  PROXY_PIDS+=("$GH_PROXY_PID")
+}
+
+cleanup_proxies() {
+  local pid
+  for pid in "${PROXY_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  "$TESTKIT" down --dir "$DIR/cluster" >/dev/null 2>&1 || true
+}
+
+# pgbench_knobs: the knobs of the scripts that alternate pgbench over
+# proxies, from the environment: SECS (BENCH_SECONDS, 10), ROUNDS
+# (BENCH_ROUNDS, 3), CLIENTS (BENCH_CLIENTS, "10 100"), POOL (BENCH_POOL,
+# 20), PGBENCH_MODE (BENCH_PGBENCH_MODE, simple; exits 2 unless one of
+# pgbench's -M modes), SCALE (BENCH_SCALE, 10), WARMUP (BENCH_WARMUP, 2).
+pgbench_knobs() {
+  SECS=${BENCH_SECONDS:-10}
+  ROUNDS=${BENCH_ROUNDS:-3}
+  read -r -a CLIENTS <<<"${BENCH_CLIENTS:-10 100}"
+  POOL=${BENCH_POOL:-20}
+  PGBENCH_MODE=${BENCH_PGBENCH_MODE:-simple}
+  SCALE=${BENCH_SCALE:-10}
+  WARMUP=${BENCH_WARMUP:-2}
+  case $PGBENCH_MODE in simple | extended | prepared) ;; *) echo "BENCH_PGBENCH_MODE must be simple, extended or prepared" >&2; exit 2 ;; esac
+}
+
+# pgbench_warm_up TARGET...: WARMUP seconds of unrecorded pgbench -S -M
+# $PGBENCH_MODE (8 clients) through each TARGET (add_target), output under
+# $DIR/runs/.
+pgbench_warm_up() {
+  local target status
+  ((WARMUP > 0)) || return 0
+  for target in "$@"; do
+    read -r status _ < <(pgbench_detail "$DIR/runs/warmup-$target.log" "${TARGET_PORT[$target]}" "$BENCH_TENANT" "$BENCH_TENANT_PW" 8 "$WARMUP" -M "$PGBENCH_MODE")
+    [ "$status" = ok ] || log "warm-up of $target failed: $(grep -m1 -i 'error\|fatal\|abort' "$DIR/runs/warmup-$target.log" || true)"
+  done
+}
+
+# pgbench_alternated TARGET...: for each of CLIENTS, ROUNDS rounds of SECS
+# seconds of pgbench -S -M $PGBENCH_MODE, the targets (add_target)
+# alternated a second apart, each run measured by pgbench_measured into
+# $results (output under $DIR/runs/).
+pgbench_alternated() {
+  local target n r
+  for n in "${CLIENTS[@]}"; do
+    for ((r = 1; r <= ROUNDS; r++)); do
+      for target in "$@"; do
+        sleep 1
+        pgbench_measured "$n" "$target" "$r" "${TARGET_PID[$target]}" "$DIR/runs/n$n-$target-r$r.log" \
+          "${TARGET_PORT[$target]}" "$BENCH_TENANT" "$BENCH_TENANT_PW" "$SECS" -M "$PGBENCH_MODE"
+      done
+    done
+  done
+}
+
+# median_of W N TARGET COL FMT: the median of COL over the ok runs of
+# (W, N, TARGET) in $results, printed with FMT ("-" when none): what one
+# outlier run on a shared machine does not move.
+median_of() {
+  awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" '$1 == w && $2 == t && $3 == tg && $5 == "ok" && $col != "-" { print $col }' "$results" |
+    sort -g | awk -v fmt="$5" '{ v[NR] = $1 } END {
+      if (!NR) print "-"; else if (NR % 2) printf fmt "\n", v[(NR + 1) / 2]; else printf fmt "\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # sum_of W T TARGET COL: sum of COL over all runs of the cell in $results
 # (rows "workload threads target ...").
 sum_of() { awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" '$1 == w && $2 == t && $3 == tg { s += $col } END { print s + 0 }' "$results"; }

@@ -29,13 +29,7 @@ ensure_packages
 ensure_rust
 build_release
 
-SECS=${BENCH_SECONDS:-10}
-ROUNDS=${BENCH_ROUNDS:-3}
-read -r -a CLIENTS <<<"${BENCH_CLIENTS:-10 100}"
-POOL=${BENCH_POOL:-20}
-PGBENCH_MODE=${BENCH_PGBENCH_MODE:-simple}
-SCALE=${BENCH_SCALE:-10}
-WARMUP=${BENCH_WARMUP:-2}
+pgbench_knobs
 MAX_CONNECTIONS=300
 TARGETS=(on off)
 # CPU per transaction, on / off, at most.
@@ -44,16 +38,7 @@ DIR="$PWD/.bench/stats-overhead"
 rm -rf "$DIR"
 mkdir -p "$DIR/runs" "$DIR/on" "$DIR/off"
 started=$SECONDS
-case $PGBENCH_MODE in simple | extended | prepared) ;; *) echo "BENCH_PGBENCH_MODE must be simple, extended or prepared" >&2; exit 2 ;; esac
-
-ON_PID=
-OFF_PID=
-cleanup() {
-  [ -n "$ON_PID" ] && kill "$ON_PID" 2>/dev/null
-  [ -n "$OFF_PID" ] && kill "$OFF_PID" 2>/dev/null
-  "$TESTKIT" down --dir "$DIR/cluster" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
+trap cleanup_proxies EXIT
 
 log "starting PostgreSQL 15 (max_connections $MAX_CONNECTIONS, pgbench scale $SCALE) and two Gatehouses (pool $POOL, transaction mode): [stats] on and off"
 cluster_up "$DIR/cluster" 0 "$MAX_CONNECTIONS" "$SCALE"
@@ -66,14 +51,14 @@ listen = \"127.0.0.1:$ON_ADMIN\"
 histograms = true
 tenant_series = 20
 " start_gatehouse "$DIR/on" "$POOL" transaction
-ON_PID=$GH_PROXY_PID ON_PORT=$GH_PROXY_PORT
+add_target on
 wait_port 127.0.0.1 "$ON_ADMIN"
 GH_EXTRA_TOML="
 [stats]
 histograms = false
 tenant_series = 0
 " start_gatehouse "$DIR/off" "$POOL" transaction
-OFF_PID=$GH_PROXY_PID OFF_PORT=$GH_PROXY_PORT
+add_target off
 
 # metric NAME: the sum of a series of the "on" proxy's /metrics.
 metric() {
@@ -81,42 +66,11 @@ metric() {
     awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%d\n", s }'
 }
 
-# target_of TARGET: sets pid and port.
-target_of() {
-  case $1 in
-    on) pid=$ON_PID port=$ON_PORT ;;
-    off) pid=$OFF_PID port=$OFF_PORT ;;
-  esac
-}
-
-# run_one N TARGET ROUND: one pgbench run, appended to $results as "pg N
-# TARGET ROUND status tps transactions latency_ms proxy_cpu_s
-# proxy_cpu_s_per_1k_tx".
-run_one() {
-  local n=$1 target=$2 r=$3 pid port
-  target_of "$target"
-  pgbench_measured "$n" "$target" "$r" "$pid" "$DIR/runs/n$n-$target-r$r.log" \
-    "$port" "$BENCH_TENANT" "$BENCH_TENANT_PW" "$SECS" -M "$PGBENCH_MODE"
-}
-
 results="$DIR/results.txt"
 : >"$results"
-if ((WARMUP > 0)); then
-  for target in "${TARGETS[@]}"; do
-    target_of "$target"
-    read -r status _ < <(pgbench_detail "$DIR/runs/warmup-$target.log" "$port" "$BENCH_TENANT" "$BENCH_TENANT_PW" 8 "$WARMUP" -M "$PGBENCH_MODE")
-    [ "$status" = ok ] || log "warm-up of $target failed: $(grep -m1 -i 'error\|fatal\|abort' "$DIR/runs/warmup-$target.log" || true)"
-  done
-fi
+pgbench_warm_up "${TARGETS[@]}"
 counted0=$(metric gatehouse_transactions_total)
-for n in "${CLIENTS[@]}"; do
-  for ((r = 1; r <= ROUNDS; r++)); do
-    for target in "${TARGETS[@]}"; do
-      sleep 1
-      run_one "$n" "$target" "$r"
-    done
-  done
-done
+pgbench_alternated "${TARGETS[@]}"
 counted=$(($(metric gatehouse_transactions_total) - counted0))
 timed=$(metric gatehouse_query_seconds_count)
 ran=$(awk '$3 == "on" { s += $7 } END { printf "%d\n", s }' "$results")
