@@ -18,9 +18,10 @@
 //! connection is reported to the monitor (which probes at once) and the
 //! lease is routed again, within the same hold: a dead writer costs the
 //! clients between transactions nothing but the wait. An operator's pause
-//! (a switchover's first step) holds leases the same way, including one
-//! whose connection was still being opened when the pause began: it is
-//! given back unused once lent, and waits ([`unless_paused`]).
+//! (a switchover's first step) holds leases the same way, and a drained
+//! backend takes none, including a lease whose connection was still being
+//! opened when the pause or the drain began: it is given back unused once
+//! lent, and routed again ([`still_routable`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -33,7 +34,7 @@ use crate::engine::Engine;
 use crate::engine::position::Position;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
-use crate::topology::{Choice, ClusterState, Intent, RouteTo, Why};
+use crate::topology::{BackendState, Choice, ClusterState, Intent, RouteTo, Why};
 
 /// The longest a lease waits before routing again after its backend
 /// refused a connection, when the topology does not change sooner.
@@ -218,7 +219,7 @@ impl<E: Engine> Core<E> {
         {
             match pool.lease_for(cap).await {
                 Ok(lease) => {
-                    if let Some(lease) = unless_paused(&state, endpoint, lease) {
+                    if let Some(lease) = still_routable(&state, endpoint, &choice.backend, lease) {
                         state.routed(&choice);
                         return Ok(lease);
                     }
@@ -250,7 +251,8 @@ impl<E: Engine> Core<E> {
         key.backend = candidate.backend.addr.clone();
         key.cluster.clone_from(&state.name);
         let reader_pool = self.pool_on(state, key, &pool.secret(), &candidate.backend.leases);
-        let mut lease = unless_paused(state, endpoint, reader_pool.lease_for(cap).await.ok()?)?;
+        let lease = reader_pool.lease_for(cap).await.ok()?;
+        let mut lease = still_routable(state, endpoint, &candidate.backend, lease)?;
         match E::replay_position(lease.conn()).await {
             Ok(Some(at)) => {
                 let covers = at.covers(need);
@@ -314,11 +316,11 @@ impl<E: Engine> Core<E> {
             }
             match pool.lease_for(cap).await {
                 Ok(lease) => {
-                    if let Some(lease) = unless_paused(state, endpoint, lease) {
+                    if let Some(lease) = still_routable(state, endpoint, &choice.backend, lease) {
                         state.routed(&choice);
                         return Ok(lease);
                     }
-                    // Paused while it was taken: the next choice waits.
+                    // Paused or drained while it was taken: routed again.
                     changes.get_or_insert_with(|| state.subscribe());
                 }
                 Err(e) if e.condition == Condition::BackendUnavailable => {
@@ -341,16 +343,29 @@ impl<E: Engine> Core<E> {
     }
 }
 
-/// `lease` if `endpoint` is still not held now that it is lent, else
-/// `None`, the connection given back unused. Taking a lease can take a
-/// while (a connection opened, a slot awaited) after the choice that found
-/// the endpoint not held; an operator's pause, or a switchover's, that
-/// began meanwhile has already looked for the leases out and found none of
-/// this one. Since the lease is counted on its backend before this look
-/// (both sequentially consistent, as are the pause's store and the drain's
-/// count), either the drain sees the lease or the lease sees the pause: no
-/// statement starts on a backend a switchover is about to stop.
-fn unless_paused<E: Engine>(state: &ClusterState, endpoint: &EndpointSettings, lease: Lease<E>) -> Option<Lease<E>> {
+/// `lease`, on `backend`, if the choice that sent it there still holds
+/// now that it is lent: `endpoint` not paused, `backend` not drained.
+/// Else `None`: the connection is given back unused (closed, when its
+/// backend is being drained, as a drain closes the idle ones), and the
+/// lease is routed again. Taking a lease can take a while (a connection
+/// opened, a slot awaited) after the choice, and an operator who paused
+/// the endpoint or drained the backend meanwhile has already been told no
+/// lease is out there: a switchover's drain counted none of this one, and
+/// stops the old writer next. Since the lease is counted on its backend
+/// before this look (both sequentially consistent, as are the operator's
+/// stores and the drain's count), either the count sees the lease or the
+/// lease sees the operator's change: no statement starts after it.
+fn still_routable<E: Engine>(
+    state: &ClusterState,
+    endpoint: &EndpointSettings,
+    backend: &BackendState,
+    lease: Lease<E>,
+) -> Option<Lease<E>> {
+    if backend.draining.load(Ordering::SeqCst) {
+        tracing::debug!(backend = %backend.addr, "lease taken as its backend was drained: closed, routed again");
+        drop(lease);
+        return None;
+    }
     if state.holds(&endpoint.name) {
         tracing::debug!(cluster = %state.name, endpoint = %endpoint.name, "lease taken as a pause began: given back, the session waits");
         lease.recycle();

@@ -196,7 +196,7 @@ impl<E: Engine> Pool<E> {
 
     fn lent(self: &Arc<Self>, pooled: Box<Pooled<E::Conn>>, permit: OwnedSemaphorePermit) -> Lease<E> {
         // SeqCst: a switchover's drain must see it, or the router's look
-        // after it must see the pause (`router::unless_paused`).
+        // after it must see the pause or the drain (`router::still_routable`).
         self.backend_leases.fetch_add(1, Ordering::SeqCst);
         Lease {
             pooled: Some(pooled),

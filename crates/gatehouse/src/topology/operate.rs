@@ -35,7 +35,7 @@ pub enum OperateError {
 impl ClusterState {
     /// Pauses (or resumes) new leases of the whole cluster.
     pub fn set_paused(&self, paused: bool) {
-        // SeqCst, as the leases' counts and `holds`: see `router::unless_paused`.
+        // SeqCst, as the leases' counts and `holds`: see `router::still_routable`.
         self.paused.store(paused, Ordering::SeqCst);
         tracing::warn!(cluster = %self.name, paused, "cluster pause changed by an operator");
         self.changed();
@@ -80,7 +80,8 @@ impl ClusterState {
             .iter()
             .find(|b| b.addr == addr)
             .ok_or_else(|| OperateError::UnknownBackend(addr.to_owned()))?;
-        b.draining.store(draining, Ordering::Release);
+        // SeqCst, as the leases' counts: see `router::still_routable`.
+        b.draining.store(draining, Ordering::SeqCst);
         tracing::warn!(cluster = %self.name, backend = addr, draining, "backend drain changed by an operator");
         self.changed();
         Ok(())

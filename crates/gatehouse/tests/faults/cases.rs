@@ -58,6 +58,10 @@ pub fn cases() -> Vec<(&'static str, gatehouse_testkit::trials::Case<Ctx>)> {
             "a_lease_being_opened_as_a_pause_begins_waits_for_the_resume",
             crate::pause::lease_opening_as_a_pause_begins,
         ),
+        (
+            "a_lease_being_opened_as_its_backend_is_drained_runs_nothing_there_until_undrained",
+            crate::pause::lease_opening_as_its_backend_is_drained,
+        ),
     ]
 }
 

@@ -13,9 +13,9 @@
 //! exchange, MariaDB's greeting or the reply to the login); those cases
 //! check that results and large statements arrive whole and correct, that
 //! pooled connections are reused, and that a failed open is counted and
-//! retried or reported within the timeouts. An operator's pause that
-//! begins while a lease's connection is still being opened holds that
-//! lease's statement until the resume. Every
+//! retried or reported within the timeouts. An operator's pause, or drain
+//! of the backend, that begins while a lease's connection is still being
+//! opened holds that lease's statement until it is undone. Every
 //! case ends with the process's file descriptors and its live heap bytes
 //! back near where they were before it (the heap counted by a counting
 //! global allocator, since the proxy and the test clients share the
