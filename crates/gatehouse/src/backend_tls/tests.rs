@@ -36,11 +36,12 @@ impl Ca {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gatehouse-backend-tls-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory of the test's own, removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("gatehouse-backend-tls-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn write_ca(dir: &Path, ca: &Ca) -> PathBuf {
@@ -74,7 +75,7 @@ fn verifying_modes_need_a_ca_and_files_must_hold_certificates() {
         assert!(matches!(e, BackendTlsError::NeedsCa(_)), "{e}");
     }
     let dir = scratch("files");
-    let missing = dir.join("missing.pem");
+    let missing = dir.path().join("missing.pem");
     let e = build(&Source {
         mode: TlsMode::VerifyCa,
         ca: Some(&missing),
@@ -82,7 +83,7 @@ fn verifying_modes_need_a_ca_and_files_must_hold_certificates() {
     })
     .unwrap_err();
     assert!(e.to_string().contains("missing.pem"), "{e}");
-    let empty = dir.join("empty.pem");
+    let empty = dir.path().join("empty.pem");
     std::fs::write(&empty, "not a certificate\n").unwrap();
     let e = build(&Source {
         mode: TlsMode::VerifyFull,
@@ -147,7 +148,7 @@ fn companions_of_a_prefer_connection_that_went_plain_go_plain() {
 #[test]
 fn equal_only_when_built_from_the_same_mode_name_and_file_contents() {
     let dir = scratch("identity");
-    let ca_path = write_ca(&dir, &Ca::new("first"));
+    let ca_path = write_ca(dir.path(), &Ca::new("first"));
     let source = Source {
         mode: TlsMode::VerifyFull,
         ca: Some(&ca_path),
@@ -172,7 +173,7 @@ fn equal_only_when_built_from_the_same_mode_name_and_file_contents() {
         .unwrap()
     );
     // The same path, a rotated CA.
-    write_ca(&dir, &Ca::new("second"));
+    write_ca(dir.path(), &Ca::new("second"));
     assert_ne!(a, build(&source).unwrap());
 }
 
@@ -221,9 +222,9 @@ async fn handshake(tls: &BackendTls, addr: std::net::SocketAddr) -> Result<(), S
 async fn each_mode_takes_what_it_should_from_a_server() {
     let dir = scratch("modes");
     let ca = Ca::new("servers");
-    let ca_path = write_ca(&dir, &ca);
+    let ca_path = write_ca(dir.path(), &ca);
     let other_dir = scratch("modes-other");
-    let other_ca = write_ca(&other_dir, &Ca::new("someone else"));
+    let other_ca = write_ca(other_dir.path(), &Ca::new("someone else"));
     let (cert, key) = ca.leaf(&["127.0.0.1", "db.internal"]);
     let server = tls_server(cert, key).await;
     let with = |mode, ca: &Path, server_name| {

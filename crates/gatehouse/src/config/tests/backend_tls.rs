@@ -44,8 +44,11 @@ fn direct_negotiation_is_taken_from_require_up_on_postgresql_clusters_only() {
 
 #[test]
 fn backend_tls_problems_name_the_key_and_its_line() {
-    let dir = std::env::temp_dir().join(format!("gatehouse-config-backend-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new()
+        .prefix("gatehouse-config-backend-tls-")
+        .tempdir()
+        .unwrap();
+    let dir = scratch.path().to_path_buf();
     std::fs::write(dir.join("junk.pem"), "no certificate here\n").unwrap();
     let line = good()
         .lines()
