@@ -270,6 +270,9 @@ impl Endpoints {
         let mut stopped = Vec::new();
         let drain = self.drain.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        // Stopped after this reload's `prepare` bound its listeners: they
+        // close here (`stop` set the flag before taking this lock).
+        let closed = self.stopped.load(Ordering::Acquire);
         let mut next = Vec::with_capacity(settings.endpoints.len());
         for e in &settings.endpoints {
             let (listener, addr) = match prepared.bound.iter().position(|(n, _, _)| *n == e.name) {
@@ -305,7 +308,7 @@ impl Endpoints {
             }
             next.push(Running {
                 settings: e.clone(),
-                listener,
+                listener: listener.filter(|_| !closed),
                 addr,
                 slots,
                 task: None,

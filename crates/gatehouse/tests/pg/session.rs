@@ -1,6 +1,7 @@
 //! Session-mode pooling: a backend connection is reused only after a reset
 //! that leaves nothing of the previous client; limits answer with 53300;
-//! shutdown ends idle sessions with 57P01.
+//! shutdown ends idle sessions with 57P01, and a reload it interrupts
+//! leaves no listener open.
 
 use std::time::Duration;
 
@@ -15,6 +16,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("session::reused_connection_is_clean", reused_connection_is_clean),
         ("session::limits_answer_53300", limits),
         ("session::shutdown_ends_idle_sessions", shutdown),
+        (
+            "session::an_endpoint_a_reload_adds_during_shutdown_does_not_listen",
+            reload_during_shutdown,
+        ),
     ]
 }
 
@@ -133,6 +138,42 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
         ensure!(raw.query("SELECT 'before'").await? == ["before"]);
         shutdown_ends(&mut raw, tx, proxy, addr).await?;
         drop(held);
+        Ok(())
+    })
+}
+
+/// A reload that bound its new endpoint's listener before the shutdown and
+/// commits after it (the reloader and the shutdown run apart): once
+/// committed, the endpoint is known but refuses connections, as every
+/// endpoint does after shutdown.
+fn reload_during_shutdown(ctx: &Ctx) -> Result<()> {
+    let settings = crate::reload::settings(ctx, |t| t)?;
+    let added = crate::reload::settings(ctx, |t| {
+        t + "\n[[endpoints]]\nname = \"late\"\nlisten = \"127.0.0.1:0\"\ncluster = \"main\"\nrole = \"read_write\"\n"
+    })?;
+    ctx.rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let endpoints = app.endpoints();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let proxy = tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        let prepared = endpoints.prepare(&added).await?;
+        let _ = tx.send(());
+        tokio::time::timeout(Duration::from_secs(10), proxy)
+            .await
+            .context("run() did not return")???;
+        let (_, stopped) = endpoints.commit(&added, prepared);
+        for t in stopped {
+            let _ = t.await;
+        }
+        let addr = endpoints
+            .local_addr("late")
+            .context("the reload's endpoint was not committed")?;
+        ensure!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "the endpoint a reload added during the shutdown accepts at {addr}"
+        );
         Ok(())
     })
 }
