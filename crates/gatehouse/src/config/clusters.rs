@@ -171,7 +171,6 @@ fn weights(cx: &mut Ctx, c: &RawCluster) -> std::collections::BTreeMap<String, u
     w.get_ref().clone()
 }
 
-/// A count that must be at least 1, if given.
 /// A key whose value is one of `names`: parsed, or (unknown) an error at
 /// its line and the default; the default when it is absent.
 fn one_of<T: Default>(
@@ -192,6 +191,7 @@ fn one_of<T: Default>(
     })
 }
 
+/// A count that must be at least 1, if given.
 fn at_least_one(cx: &mut Ctx, v: &Option<Spanned<u32>>, field: &str) -> Option<u32> {
     let v = v.as_ref()?;
     if *v.get_ref() == 0 {
