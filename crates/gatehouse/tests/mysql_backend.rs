@@ -2,8 +2,9 @@
 //! replica: login (root and a native-password user, with and without a
 //! database, wrong password), text queries (NULLs, several result sets,
 //! server errors), MariaDB's ed25519 plugin (key derivation checked
-//! against the server's), COM_RESET_CONNECTION, role probes, `KILL QUERY` cancels
-//! and the idle liveness check. One cluster serves every check, run in order.
+//! against the server's), COM_RESET_CONNECTION, COM_CHANGE_USER between users
+//! of both plugins (a tenant switch: no state of the previous user left),
+//! role probes, `KILL QUERY` cancels and the idle liveness check. One cluster serves every check, run in order.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,9 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const USER: &str = "gh_be_user";
 const PASSWORD: &str = "be-secret-pw";
 const DATABASE: &str = "gh_be_db";
+/// A user of MariaDB's ed25519 plugin (the server switches logins to it).
+const ED_USER: &str = "gh_ed_user";
+const ED_PASSWORD: &str = "ed-secret-pw";
 
 struct Env {
     primary: String,
@@ -107,6 +111,7 @@ fn mysql_backend_connections() -> Result<()> {
         ed25519_login(&env, &cluster, &primary.name).await.context("ed25519")?;
         queries(&env).await.context("queries")?;
         reset(&env).await.context("reset")?;
+        change_user(&env).await.context("change_user")?;
         probe(&env).await.context("probe")?;
         cancel(&env).await.context("cancel")?;
         usable(&env).await.context("is_usable")
@@ -204,8 +209,6 @@ async fn login(env: &Env) -> Result<()> {
 async fn ed25519_login(env: &Env, cluster: &Cluster, primary: &str) -> Result<()> {
     use base64::Engine as _;
     use gatehouse_proto_mysql::auth::ed25519;
-    const ED_USER: &str = "gh_ed_user";
-    const ED_PASSWORD: &str = "ed-secret-pw";
     cluster.mysql_sql(
         primary,
         &format!(
@@ -291,6 +294,126 @@ async fn reset(env: &Env) -> Result<()> {
     let cs = c.query("SELECT @@character_set_client").await?;
     ensure!(one(&cs)?.as_deref() == Some("utf8mb4"), "charset after reset: {cs:?}");
     c.close().await;
+    Ok(())
+}
+
+/// Everything a session can leave behind, left on purpose: a user
+/// variable, a temporary table, session variables, a prepared statement,
+/// `LAST_INSERT_ID()` and an open transaction with a row in it.
+async fn leave_state(c: &mut MyConn) -> Result<()> {
+    c.query(&format!(
+        "CREATE TABLE IF NOT EXISTS {DATABASE}.switched (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
+         SET @leftover = 42; CREATE TEMPORARY TABLE {DATABASE}.tmp_left (a INT); \
+         SET SESSION sql_mode = 'ANSI', SESSION wait_timeout = 77, SESSION autocommit = 0; \
+         PREPARE left_stmt FROM 'SELECT 1'; INSERT INTO {DATABASE}.switched (v) VALUES (7)"
+    ))
+    .await?;
+    let r = c.query("SELECT LAST_INSERT_ID(), @leftover, @@in_transaction").await?;
+    ensure!(r.rows[0][0].as_deref() != Some("0"), "{r:?}");
+    ensure!(
+        r.rows[0][1].as_deref() == Some("42") && r.rows[0][2].as_deref() == Some("1"),
+        "{r:?}"
+    );
+    Ok(())
+}
+
+/// Checks that the session on `c` is a fresh one of `user` on `database`:
+/// nothing [`leave_state`] left is visible, and the row of the open
+/// transaction was rolled back.
+async fn fresh_session(c: &mut MyConn, user: &str, database: Option<&str>, root: &mut MyConn) -> Result<()> {
+    let r = c
+        .query(
+            "SELECT CURRENT_USER(), DATABASE(), @leftover, LAST_INSERT_ID(), @@in_transaction, \
+             @@session.sql_mode = @@global.sql_mode, @@session.wait_timeout = @@global.wait_timeout, \
+             @@session.autocommit, @@character_set_client",
+        )
+        .await?;
+    let want = [
+        Some(format!("{user}@%")),
+        database.map(str::to_owned),
+        None,
+        Some("0".into()),
+        Some("0".into()),
+        Some("1".into()),
+        Some("1".into()),
+        Some("1".into()),
+        Some("utf8mb4".into()),
+    ];
+    ensure!(r.rows == vec![want.to_vec()], "{r:?}");
+    let err = c
+        .query(&format!("SELECT * FROM {DATABASE}.tmp_left"))
+        .await
+        .err()
+        .context("the temporary table survived")?;
+    ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1146")), "{err:?}");
+    let err = c
+        .query("EXECUTE left_stmt")
+        .await
+        .err()
+        .context("the prepared statement survived")?;
+    ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1243")), "{err:?}");
+    let rows = root.query(&format!("SELECT COUNT(*) FROM {DATABASE}.switched")).await?;
+    ensure!(
+        one(&rows)?.as_deref() == Some("0"),
+        "the open transaction's row was kept: {rows:?}"
+    );
+    Ok(())
+}
+
+/// COM_CHANGE_USER moves one connection between users of both plugins
+/// (native, then ed25519 through an auth switch, then native again), with
+/// and without a database; each time the session is fresh. A same-user
+/// move (reset and COM_INIT_DB) is fresh too. A wrong password fails with
+/// the server's refusal.
+async fn change_user(env: &Env) -> Result<()> {
+    let mut root = env.root().await?;
+    let mut c = env.user(Some(DATABASE)).await?;
+    let id = c.connection_id;
+    let tls = BackendTls::default();
+    let hops: [(&str, &str, Option<&str>); 4] = [
+        (ED_USER, ED_PASSWORD, Some(DATABASE)),
+        (USER, PASSWORD, None),
+        (ED_USER, ED_PASSWORD, None),
+        (USER, PASSWORD, Some(DATABASE)),
+    ];
+    for (user, password, database) in hops {
+        leave_state(&mut c)
+            .await
+            .with_context(|| format!("before moving to {user}"))?;
+        c.change_user(user, password.as_bytes(), database, TIMEOUT, &tls)
+            .await
+            .with_context(|| format!("COM_CHANGE_USER to {user} on {database:?}"))?;
+        fresh_session(&mut c, user, database, &mut root)
+            .await
+            .with_context(|| format!("after moving to {user} on {database:?}"))?;
+        let same = c.query("SELECT CONNECTION_ID()").await?;
+        ensure!(
+            one(&same)?.as_deref() == Some(id.to_string().as_str()),
+            "{same:?} vs {id}"
+        );
+    }
+    // The same user on another database: reset and COM_INIT_DB.
+    root.query(&format!(
+        "CREATE DATABASE IF NOT EXISTS gh_be_other; GRANT ALL ON gh_be_other.* TO '{USER}'@'%'"
+    ))
+    .await?;
+    leave_state(&mut c).await?;
+    c.reset_to_database("gh_be_other", TIMEOUT).await?;
+    let r = c.query("SELECT DATABASE(), @leftover, @@in_transaction").await?;
+    ensure!(
+        r.rows == vec![vec![Some("gh_be_other".into()), None, Some("0".into())]],
+        "{r:?}"
+    );
+    // A wrong password: the server's 1045, in the detail only.
+    let err = c
+        .change_user(ED_USER, b"wrong-ed-pw", None, TIMEOUT, &tls)
+        .await
+        .err()
+        .context("COM_CHANGE_USER with a wrong password succeeded")?;
+    ensure!(err.detail.as_deref().is_some_and(|d| d.contains("1045")), "{err:?}");
+    ensure!(!err.message.contains("wrong-ed-pw"), "{err:?}");
+    c.close().await;
+    root.close().await;
     Ok(())
 }
 

@@ -143,6 +143,8 @@ pub struct IdleServer {
     pub tls: Option<Arc<str>>,
     pub age: std::time::Duration,
     pub idle_for: std::time::Duration,
+    /// How many times it moved to another tenant's pool.
+    pub switches: u32,
 }
 
 /// One engine's counters for `/metrics`: per endpoint (each of its
@@ -230,6 +232,7 @@ impl<E: Engine> CoreView for Core<E> {
                     tls: c.tls,
                     age: c.age,
                     idle_for: c.idle_for,
+                    switches: c.switches,
                 });
             }
         }

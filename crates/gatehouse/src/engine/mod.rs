@@ -83,6 +83,30 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// Makes a connection safe for the next client; an error means discard it.
     fn reset(&self, conn: &mut Self::Conn) -> impl Future<Output = Result<(), ProxyError>> + Send;
 
+    /// Whether an open backend connection can move to another backend user
+    /// or database ([`Engine::switch`]). The pools then hand an idle
+    /// connection of one tenant to another instead of closing it and
+    /// opening a new one. PostgreSQL cannot (a connection belongs to one
+    /// database); MySQL can (COM_CHANGE_USER).
+    const SWITCHES: bool;
+
+    /// Moves `conn` to log in as `secret` on `database`, as a new
+    /// connection would be, within `timeout`: the session the server gives
+    /// it is fresh (nothing of the previous tenant's state is left).
+    /// `same_user`: the connection is logged in as `secret`'s user already
+    /// (only its database changes), which the engine may do more cheaply.
+    /// An error means discard the connection. Engines without
+    /// [`Engine::SWITCHES`] answer with an error and change nothing.
+    fn switch(
+        &self,
+        conn: &mut Self::Conn,
+        secret: &Secret,
+        database: &str,
+        same_user: bool,
+        timeout: Duration,
+        tls: &BackendTls,
+    ) -> impl Future<Output = Result<(), ProxyError>> + Send;
+
     /// The cancels sent to `conn` and not yet delivered (the same flight
     /// its cancel targets carry): the pool lends it to nobody before then.
     fn cancel_flight(conn: &Self::Conn) -> &Arc<crate::cancel::CancelFlight>;

@@ -8,16 +8,25 @@
 //!
 //! Besides each pool's own size, all pools on one backend share a
 //! [`BackendShare`]: at most `max_connections_percent` of the server's own
-//! `max_connections`, of which at most `max_idle_percent` idle.
+//! `max_connections`, of which at most `max_idle_percent` idle. Where the
+//! engine can move a connection to another backend user or database
+//! ([`Engine::SWITCHES`], MySQL's COM_CHANGE_USER), a lease whose pool has
+//! no idle connection takes one of another pool on the backend and switches
+//! it ([`Pool::adopt`]) rather than opening one, and a lease waiting for a
+//! place gets the next connection that comes back on the backend
+//! ([`idle`]): many tenants share one backend's few connections instead of
+//! each opening its own.
 //!
 //! A reload changes the settings of pools in use ([`Pools::reconfigure`]):
 //! sizes grow at once and shrink as connections come back; a changed
 //! `init_query` replaces the connections as they come back.
 
 mod capacity;
+mod idle;
 mod set;
 mod share;
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -27,8 +36,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use arc_swap::ArcSwap;
 
 pub use self::capacity::Capacity;
+use self::idle::Handed;
 pub use self::set::Pools;
-pub use self::share::{BackendConnects, BackendShare};
+use self::share::Place;
+pub use self::share::{BackendConnects, BackendShare, Phase};
 use crate::cancel::CANCEL_SETTLE_LIMIT;
 use crate::config::{ClusterSettings, Secret};
 use crate::engine::Engine;
@@ -43,6 +54,8 @@ pub struct IdleConn {
     pub tls: Option<Arc<str>>,
     pub age: std::time::Duration,
     pub idle_for: std::time::Duration,
+    /// How many times it moved to another pool ([`Pool::adopt`]).
+    pub switches: u32,
 }
 
 /// What a pool serves. The cluster is part of the key because two clusters
@@ -62,9 +75,23 @@ struct Pooled<C> {
     generation: u64,
     created: Instant,
     idle_since: Instant,
+    /// How many times it moved to another pool.
+    switches: u32,
     /// Its place in the backend's connection limit.
     _slot: Option<OwnedSemaphorePermit>,
-    _open: OpenMark,
+    /// Counts it in its pool's open connections (replaced when it moves
+    /// to another pool).
+    open: OpenMark,
+    _closed: CloseMark,
+}
+
+/// Counts a connection's close in its backend's counts when it is dropped.
+struct CloseMark(Arc<share::ShareCounts>);
+
+impl Drop for CloseMark {
+    fn drop(&mut self) {
+        self.0.closed.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Counts a connection in its pool's [`Pool::open_count`] for as long as it
@@ -97,13 +124,15 @@ pub struct Pool<E: Engine> {
     engine: Arc<E>,
     /// The cluster's settings now (a reload swaps them).
     cluster: ArcSwap<ClusterSettings>,
-    share: Arc<BackendShare>,
+    share: Arc<BackendShare<E>>,
     permits: Capacity,
     /// Leases outstanding on the pool's backend, across all its pools (the
     /// topology's count, which read-only routing balances on).
     backend_leases: Arc<AtomicUsize>,
     /// Boxed so a connection moves between pool and lease as a pointer.
-    idle: Mutex<Vec<Box<Pooled<E::Conn>>>>,
+    /// Oldest at the front: the pool reuses the connection it gave back
+    /// last, and another pool takes the one idle longest.
+    idle: Mutex<VecDeque<Box<Pooled<E::Conn>>>>,
     /// Backend connections open now, idle or lent.
     open: Arc<AtomicUsize>,
 }
@@ -145,6 +174,7 @@ impl<E: Engine> Pool<E> {
                 tls: E::server_tls(&p.conn),
                 age: p.created.elapsed(),
                 idle_for: p.idle_since.elapsed(),
+                switches: p.switches,
             })
             .collect()
     }
@@ -308,7 +338,34 @@ impl<E: Engine> Pool<E> {
                 return Ok(self.lent(p, permit));
             }
         }
-        let slot = self.share.acquire(deadline).await?;
+        // Each pass either returns or closes a connection that could not
+        // be switched, so it ends (at the latest at the deadline).
+        loop {
+            // Another pool's idle connection, unless leases wait for one
+            // already (they come first).
+            if E::SWITCHES
+                && !self.share.has_waiters()
+                && let Some(handed) = self.share.take_idle(Some(self))
+            {
+                if let Some(p) = self.adopt(handed).await {
+                    return Ok(self.lent(p, permit));
+                }
+                continue;
+            }
+            match self.share.acquire(self, deadline).await? {
+                Place::Slot(slot) => return self.open_new(slot).await.map(|p| self.lent(p, permit)),
+                Place::Conn(handed) => {
+                    if let Some(p) = self.adopt(handed).await {
+                        return Ok(self.lent(p, permit));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Opens a new connection in `slot` of the backend's cap.
+    async fn open_new(&self, slot: Option<OwnedSemaphorePermit>) -> Result<Box<Pooled<E::Conn>>, ProxyError> {
+        let started = Instant::now();
         let generation = self.generation();
         let secret = self.secret.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let cluster = self.cluster.load_full();
@@ -329,25 +386,96 @@ impl<E: Engine> Pool<E> {
             Ok(conn)
         }
         .await;
-        self.share.count_open(opened.is_ok());
-        let conn = opened?;
-        let pooled = Box::new(Pooled {
-            conn,
+        let counts = &self.share.counts;
+        counts.open(opened.is_ok());
+        counts.phase(Phase::Open, started.elapsed());
+        let now = Instant::now();
+        Ok(Box::new(Pooled {
+            conn: opened?,
             generation,
-            created: now,
+            created: started,
             idle_since: now,
+            switches: 0,
             _slot: slot,
-            _open: OpenMark::new(&self.open),
-        });
-        Ok(self.lent(pooled, permit))
+            open: OpenMark::new(&self.open),
+            _closed: CloseMark(counts.clone()),
+        }))
+    }
+
+    /// Makes a connection taken from the idle list of `handed.from` (this
+    /// pool or another on the backend) this pool's: another pool's is
+    /// switched to this pool's backend user and database (the engine's
+    /// switch, then `init_query`). `None` when it could not be used: it was
+    /// closed.
+    async fn adopt(&self, handed: Handed<E>) -> Option<Box<Pooled<E::Conn>>> {
+        let Handed { from, mut pooled } = handed;
+        if from.expired(&pooled, Instant::now()) || !self.engine.is_usable(&mut pooled.conn) {
+            return None;
+        }
+        if std::ptr::eq(from.as_ref(), self) {
+            return Some(pooled);
+        }
+        let started = Instant::now();
+        let generation = self.generation();
+        let secret = self.secret();
+        let cluster = self.cluster.load_full();
+        let same_user = from.key.user == secret.user;
+        drop(from);
+        let switched = async {
+            let conn = &mut pooled.conn;
+            self.engine
+                .switch(
+                    conn,
+                    &secret,
+                    &self.key.database,
+                    same_user,
+                    cluster.connect_timeout,
+                    &cluster.backend_tls,
+                )
+                .await?;
+            if let Some(sql) = &cluster.init_query {
+                self.engine.initialize(conn, sql).await?;
+            }
+            Ok::<(), ProxyError>(())
+        }
+        .await;
+        let counts = &self.share.counts;
+        counts.switch(switched.is_ok());
+        counts.phase(Phase::Switch, started.elapsed());
+        if let Err(e) = switched {
+            tracing::debug!(backend = %self.key.backend, error = %e, "backend connection closed: it could not be switched to another tenant");
+            return None;
+        }
+        pooled.generation = generation;
+        pooled.open = OpenMark::new(&self.open);
+        pooled.switches = pooled.switches.saturating_add(1);
+        Some(pooled)
     }
 
     fn pop_idle(&self) -> Option<Box<Pooled<E::Conn>>> {
-        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop_back();
         if p.is_some() {
             self.share.idle_left();
         }
         p
+    }
+
+    /// Takes the connection idle longest (for another pool, or to close).
+    fn pop_oldest(&self) -> Option<Box<Pooled<E::Conn>>> {
+        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
+        if p.is_some() {
+            self.share.idle_left();
+        }
+        p
+    }
+
+    /// When the connection idle longest became idle.
+    fn oldest_idle_since(&self) -> Option<Instant> {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .front()
+            .map(|p| p.idle_since)
     }
 
     fn push_idle(&self, mut p: Box<Pooled<E::Conn>>) {
@@ -355,7 +483,22 @@ impl<E: Engine> Pool<E> {
             return; // dropping closes it and frees its backend slot
         }
         p.idle_since = Instant::now();
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(p);
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push_back(p);
+        if E::SWITCHES {
+            // Leases waiting for a place get it (see `idle.rs` for the order).
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if self.share.has_waiters() {
+                self.share.hand_over_idle();
+            }
+        }
+    }
+
+    /// Puts back a connection taken from the idle list that nobody took
+    /// after all, where it was (idle longest), without handing it over.
+    fn put_back(&self, p: Box<Pooled<E::Conn>>) {
+        if self.share.idle_entered() {
+            self.idle.lock().unwrap_or_else(PoisonError::into_inner).push_front(p);
+        }
     }
 
     /// Closes idle connections past their lifetime or idle timeout; returns
@@ -370,15 +513,6 @@ impl<E: Engine> Pool<E> {
             self.share.idle_left();
         }
         closed
-    }
-
-    /// Closes one idle connection to make room on the backend for another pool.
-    fn give_up_one_idle(&self) -> bool {
-        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        if p.is_some() {
-            self.share.idle_left();
-        }
-        p.is_some()
     }
 }
 

@@ -2,7 +2,7 @@
 //! use, shares one [`BackendShare`] among the pools on a backend, and
 //! applies reloads, retirements and the idle sweep across them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -12,11 +12,14 @@ use super::{BackendShare, Capacity, Pool, PoolKey};
 use crate::config::{ClusterSettings, Secret};
 use crate::engine::Engine;
 
+/// The backends' shares, by (cluster, backend).
+type Shares<E> = HashMap<(String, String), Arc<BackendShare<E>>>;
+
 /// All pools of one engine, created on first use.
 pub struct Pools<E: Engine> {
     map: Mutex<HashMap<PoolKey, Arc<Pool<E>>>>,
-    /// By (cluster, backend); [`BackendShare`]'s counters are read from here too.
-    pub(super) shares: Mutex<HashMap<(String, String), Arc<BackendShare>>>,
+    /// [`BackendShare`]'s counters are read from here too.
+    pub(super) shares: Mutex<Shares<E>>,
 }
 
 impl<E: Engine> Default for Pools<E> {
@@ -67,30 +70,19 @@ impl<E: Engine> Pools<E> {
             share,
             permits: Capacity::new(cluster.pool_size as usize),
             backend_leases: backend_leases.clone(),
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(VecDeque::new()),
             open: Arc::new(AtomicUsize::new(0)),
         });
+        pool.share.register(&pool);
         map.insert(key, pool.clone());
         pool
     }
 
-    fn share(self: &Arc<Self>, cluster: &ClusterSettings, backend: &str, max: Option<u32>) -> Arc<BackendShare> {
+    fn share(&self, cluster: &ClusterSettings, backend: &str, max: Option<u32>) -> Arc<BackendShare<E>> {
         let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = (cluster.name.clone(), backend.to_owned());
         shares
-            .entry(key.clone())
-            .or_insert_with(|| {
-                let pools = Arc::downgrade(self);
-                let make_room = move || {
-                    let Some(pools) = pools.upgrade() else { return false };
-                    pools
-                        .all()
-                        .iter()
-                        .filter(|p| p.key.cluster == key.0 && p.key.backend == key.1)
-                        .any(|p| p.give_up_one_idle())
-                };
-                Arc::new(BackendShare::new(cluster, backend, max, Box::new(make_room)))
-            })
+            .entry((cluster.name.clone(), backend.to_owned()))
+            .or_insert_with(|| Arc::new(BackendShare::new(cluster, backend, max)))
             .clone()
     }
 
@@ -115,7 +107,7 @@ impl<E: Engine> Pools<E> {
         for p in self.all().iter().filter(|p| p.key.cluster == cluster.name) {
             p.reconfigure(cluster);
         }
-        let shares: Vec<Arc<BackendShare>> = self
+        let shares: Vec<Arc<BackendShare<E>>> = self
             .shares
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -1,25 +1,37 @@
 //! What all pools on one backend share: a cap on connections, a percentage
 //! of the server's own `max_connections` (so the proxy never takes every
-//! slot the server has), and a cap on how many of them may sit idle. While
-//! a pool waits for a place under the cap, no connection of another pool
-//! stays idle on this backend: it is closed as it comes back, and its
-//! place goes to the first waiter. It also counts the connections its
-//! pools opened and failed to open, for `/metrics` ([`BackendConnects`]).
+//! slot the server has), and a cap on how many of them may sit idle.
+//!
+//! When the cap is full, a lease waits for a place, first come, first
+//! served across the backend's pools (so one busy tenant cannot starve the
+//! others). What frees a place differs by engine:
+//! * an engine that switches connections between tenants
+//!   ([`Engine::SWITCHES`], MySQL) hands a connection coming back to the
+//!   first waiter, whichever pool it came from ([`super::idle`]), and the
+//!   waiter's pool switches it;
+//! * otherwise (PostgreSQL), while a lease waits no connection of another
+//!   pool stays idle on this backend: it is closed as it comes back, and
+//!   its place goes to the first waiter; with no waiter, a lease that needs
+//!   a place closes the connection idle longest on the backend.
+//!
+//! It also counts, for `/metrics` and the console ([`BackendConnects`]),
+//! the connections its pools opened, failed to open, switched and closed,
+//! and the time leases spent in each phase of getting a connection.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Duration;
 
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::{Capacity, Pools};
+use super::idle::{Handed, Waiter};
+use super::{Capacity, Pool, Pools};
 use crate::config::ClusterSettings;
 use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
 
-/// Asks the pools on this backend to close one idle connection; true if one was.
-pub type MakeRoom = Box<dyn Fn() -> bool + Send + Sync>;
-
-pub struct BackendShare {
+pub struct BackendShare<E: Engine> {
     backend: String,
     max_connections_percent: AtomicU32,
     max_idle_percent: AtomicU32,
@@ -31,10 +43,84 @@ pub struct BackendShare {
     idle: AtomicUsize,
     /// Leases waiting for a place under the cap now.
     waiting: AtomicUsize,
-    make_room: MakeRoom,
+    /// The pools on this backend (a pool the set dropped is pruned as the
+    /// list is read).
+    pub(super) pools: Mutex<Vec<Weak<Pool<E>>>>,
+    /// Leases waiting for a connection to be handed to them, oldest first
+    /// (engines that switch connections only).
+    pub(super) handoff: Mutex<VecDeque<Waiter<E>>>,
+    pub(super) counts: Arc<ShareCounts>,
+}
+
+/// What one backend's pools did, counted (read by scrapes and the console).
+#[derive(Default)]
+pub struct ShareCounts {
     /// Connections opened (and initialized), and attempts that failed.
     opened: AtomicU64,
     open_failed: AtomicU64,
+    /// Connections moved to another pool (tenant), and moves that failed
+    /// (the connection was closed).
+    switched: AtomicU64,
+    switch_failed: AtomicU64,
+    /// Connections closed, for whatever reason.
+    pub(super) closed: AtomicU64,
+    /// Nanoseconds and counts of each phase a lease can go through
+    /// besides taking an idle connection of its own pool.
+    phases: [PhaseCount; 3],
+}
+
+#[derive(Default)]
+struct PhaseCount {
+    nanos: AtomicU64,
+    count: AtomicU64,
+}
+
+/// A phase of getting a backend connection, beyond taking an idle one of
+/// the lease's own pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for a place under the backend's connection cap (or for a
+    /// connection handed over).
+    Place,
+    /// Opening a new connection: connect, TLS, authentication, `init_query`.
+    Open,
+    /// Moving a connection of another pool to the lease's (the engine's
+    /// switch and `init_query`).
+    Switch,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Place, Phase::Open, Phase::Switch];
+
+    /// The label `/metrics` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Place => "place",
+            Phase::Open => "open",
+            Phase::Switch => "switch",
+        }
+    }
+}
+
+impl ShareCounts {
+    pub(super) fn phase(&self, phase: Phase, took: Duration) {
+        let p = &self.phases[phase as usize];
+        p.nanos
+            .fetch_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        p.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A pool of the backend opened a connection, or failed to.
+    pub(super) fn open(&self, ok: bool) {
+        let counter = if ok { &self.opened } else { &self.open_failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection was switched to another pool, or failed to be.
+    pub(super) fn switch(&self, ok: bool) {
+        let counter = if ok { &self.switched } else { &self.switch_failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// What one backend's share counted, as a scrape reads it.
@@ -44,8 +130,22 @@ pub struct BackendConnects {
     pub backend: String,
     pub opened: u64,
     pub failed: u64,
+    /// Connections moved to another tenant's pool, and moves that failed.
+    pub switched: u64,
+    pub switch_failed: u64,
+    pub closed: u64,
+    /// Per [`Phase::ALL`]: the time leases spent in it, and how many did.
+    pub phases: [(Duration, u64); 3],
     /// The most connections the proxy opens to it, when known.
     pub cap: Option<usize>,
+}
+
+/// What a lease that needs a connection beyond its pool's idle ones gets.
+pub(super) enum Place<E: Engine> {
+    /// A place for a new connection (`None`: the backend's cap is unknown).
+    Slot(Option<OwnedSemaphorePermit>),
+    /// A connection another pool handed over while the lease waited.
+    Conn(Handed<E>),
 }
 
 /// Counts one waiter while it waits (a cancelled wait included).
@@ -53,7 +153,9 @@ struct Waiting<'a>(&'a AtomicUsize);
 
 impl<'a> Waiting<'a> {
     fn new(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::AcqRel);
+        // SeqCst: a connection coming back either sees this wait, or this
+        // wait's look at the idle connections sees it (`idle.rs`).
+        count.fetch_add(1, Ordering::SeqCst);
         Self(count)
     }
 }
@@ -64,8 +166,8 @@ impl Drop for Waiting<'_> {
     }
 }
 
-impl BackendShare {
-    pub fn new(cluster: &ClusterSettings, backend: &str, server_max: Option<u32>, make_room: MakeRoom) -> Self {
+impl<E: Engine> BackendShare<E> {
+    pub fn new(cluster: &ClusterSettings, backend: &str, server_max: Option<u32>) -> Self {
         let share = Self {
             backend: backend.to_owned(),
             max_connections_percent: AtomicU32::new(cluster.max_connections_percent),
@@ -74,9 +176,9 @@ impl BackendShare {
             max_idle: AtomicUsize::new(usize::MAX),
             idle: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
-            make_room,
-            opened: AtomicU64::new(0),
-            open_failed: AtomicU64::new(0),
+            pools: Mutex::new(Vec::new()),
+            handoff: Mutex::new(VecDeque::new()),
+            counts: Arc::default(),
         };
         share.learn_server_max(server_max);
         share
@@ -123,46 +225,98 @@ impl BackendShare {
         self.slots.get().map(|(c, _)| c.size())
     }
 
-    /// A place for one more connection, closing an idle one of another pool
-    /// if that makes room, else waiting until `deadline`.
-    pub async fn acquire(&self, deadline: tokio::time::Instant) -> Result<Option<OwnedSemaphorePermit>, ProxyError> {
+    /// Whether a lease waits for a place on this backend now.
+    pub(super) fn has_waiters(&self) -> bool {
+        self.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// A place for one more connection for a lease of `pool`, else a wait
+    /// until `deadline` for a place or (engines that switch) a connection
+    /// handed over. Without switching, an idle connection of another pool
+    /// is closed first if that makes room.
+    pub(super) async fn acquire(
+        &self,
+        pool: &Arc<Pool<E>>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Place<E>, ProxyError> {
         let Some((slots, server_max)) = self.slots.get() else {
-            return Ok(None);
+            return Ok(Place::Slot(None));
         };
         let sem = slots.semaphore();
         loop {
             if let Ok(p) = sem.clone().try_acquire_owned() {
-                return Ok(Some(p));
+                return Ok(Place::Slot(Some(p)));
             }
-            if !(self.make_room)() {
+            // A switching engine took every idle connection it could
+            // before coming here, unless others wait: then it queues.
+            if E::SWITCHES || !self.close_idle_longest() {
                 break;
             }
         }
+        let started = std::time::Instant::now();
         let waited = {
+            let mut handed = None;
+            if E::SWITCHES {
+                let (tx, rx) = oneshot::channel();
+                self.handoff
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push_back(Waiter {
+                        pool: Arc::downgrade(pool),
+                        tx,
+                    });
+                handed = Some(rx);
+            }
             let _waiting = Waiting::new(&self.waiting);
-            // A connection may have gone idle between the last try and
-            // the count above; room made now goes to this wait.
-            (self.make_room)();
-            tokio::time::timeout_at(deadline, sem.clone().acquire_owned()).await
+            if E::SWITCHES {
+                // A connection may have come back between the lease's look
+                // at the idle ones and this wait: it goes to the first in line.
+                std::sync::atomic::fence(Ordering::SeqCst);
+                self.hand_over_idle();
+            } else {
+                // A connection may have gone idle between the last try and
+                // the count above; room made now goes to this wait.
+                self.close_idle_longest();
+            }
+            let place = async {
+                match handed.as_mut() {
+                    Some(rx) => tokio::select! {
+                        p = sem.clone().acquire_owned() => p.ok().map(|p| Place::Slot(Some(p))),
+                        c = rx => c.ok().map(Place::Conn),
+                    },
+                    None => sem.clone().acquire_owned().await.ok().map(|p| Place::Slot(Some(p))),
+                }
+            };
+            let got = tokio::time::timeout_at(deadline, place).await.ok().flatten();
+            // A connection handed over just as the wait ended is taken
+            // rather than lost (a place taken with it goes back).
+            match handed.as_mut().map(|rx| {
+                rx.close();
+                rx.try_recv()
+            }) {
+                Some(Ok(c)) => Some(Place::Conn(c)),
+                _ => got,
+            }
         };
-        match waited {
-            Ok(Ok(p)) => Ok(Some(p)),
-            _ => Err(ProxyError::new(
+        self.counts.phase(Phase::Place, started.elapsed());
+        waited.ok_or_else(|| {
+            ProxyError::new(
                 Condition::TooManyConnections,
                 format!(
                     "backend connection limit reached: {} connections to {} (max_connections_percent of the server's max_connections = {server_max})",
                     slots.size(),
                     self.backend
                 ),
-            )),
-        }
+            )
+        })
     }
 
     /// A connection becomes idle; false if that would exceed the idle cap
-    /// or a lease waits for a place on this backend (the caller then
-    /// closes it, and the place goes to the first waiter).
+    /// or (engines that do not switch) a lease waits for a place on this
+    /// backend: the caller then closes it, and the place goes to the first
+    /// waiter.
     pub fn idle_entered(&self) -> bool {
-        if self.waiting.load(Ordering::Acquire) > 0 {
+        if !E::SWITCHES && self.waiting.load(Ordering::Acquire) > 0 {
             return false;
         }
         let max = self.max_idle.load(Ordering::Relaxed);
@@ -192,29 +346,34 @@ impl BackendShare {
         self.idle.load(Ordering::Relaxed)
     }
 
-    /// A pool of the backend opened a connection, or failed to.
-    pub fn count_open(&self, ok: bool) {
-        let counter = if ok { &self.opened } else { &self.open_failed };
-        counter.fetch_add(1, Ordering::Relaxed);
+    fn connects(&self, cluster: &str) -> BackendConnects {
+        let c = &self.counts;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        BackendConnects {
+            cluster: cluster.to_owned(),
+            backend: self.backend.clone(),
+            opened: load(&c.opened),
+            failed: load(&c.open_failed),
+            switched: load(&c.switched),
+            switch_failed: load(&c.switch_failed),
+            closed: load(&c.closed),
+            phases: [0, 1, 2].map(|i| (Duration::from_nanos(load(&c.phases[i].nanos)), load(&c.phases[i].count))),
+            cap: self.cap(),
+        }
     }
 }
 
 impl<E: Engine> Pools<E> {
-    /// Connections opened and failed per backend, by cluster and backend
-    /// (a backend whose pools never opened one is not listed).
+    /// Connections opened, failed, switched and closed per backend, by
+    /// cluster and backend (a backend whose pools never opened one is not
+    /// listed).
     pub fn backend_connects(&self) -> Vec<BackendConnects> {
         let mut out: Vec<BackendConnects> = self
             .shares
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|((cluster, backend), s)| BackendConnects {
-                cluster: cluster.clone(),
-                backend: backend.clone(),
-                opened: s.opened.load(Ordering::Relaxed),
-                failed: s.open_failed.load(Ordering::Relaxed),
-                cap: s.cap(),
-            })
+            .map(|((cluster, _), s)| s.connects(cluster))
             .collect();
         out.sort_by(|a, b| (&a.cluster, &a.backend).cmp(&(&b.cluster, &b.backend)));
         out

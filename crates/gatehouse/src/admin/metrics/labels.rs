@@ -70,6 +70,14 @@ pub(super) struct ServerStateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct ServerPhaseLabels {
+    pub engine: String,
+    pub cluster: String,
+    pub backend: String,
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct ClusterLabels {
     pub engine: String,
     pub cluster: String,

@@ -1,8 +1,9 @@
 //! What sessions and pools counted ([`crate::meter`]), the metrics an SRE
 //! alerts on (after a managed proxy's set, in Prometheus' conventions):
 //! client logins that succeeded (with or without TLS) and failed (by
-//! reason), backend connections opened and failed, idle and borrowed, and
-//! the cap on them; per endpoint, transactions, statements, bytes each way
+//! reason), backend connections opened, failed, switched between tenants
+//! and closed, idle and borrowed, the cap on them and the time leases spent
+//! waiting, opening and switching; per endpoint, transactions, statements, bytes each way
 //! and the latency histograms; and the busiest tenants' transactions and
 //! statements (the top `[stats] tenant_series`, the rest as `other`).
 
@@ -13,10 +14,12 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::histogram::Histograms;
 use super::labels::{
-    EngineEndpointLabels, LoginFailureLabels, LoginLabels, ServerLabels, ServerStateLabels, TenantLabels,
+    EngineEndpointLabels, LoginFailureLabels, LoginLabels, ServerLabels, ServerPhaseLabels, ServerStateLabels,
+    TenantLabels,
 };
 use super::{AdminState, gauge};
 use crate::admin::view::{CoreSnapshot, Traffic};
+use crate::pool::Phase;
 
 /// Registers the metrics of what sessions and pools counted; `snapshots`
 /// are the cores' (for their pools), in the order of `state.cores`.
@@ -77,6 +80,11 @@ fn register_logins(traffic: &[Traffic], registry: &mut Registry) {
 fn register_backend_connections(traffic: &[Traffic], snapshots: &[CoreSnapshot], registry: &mut Registry) {
     let opened = Family::<ServerLabels, Counter>::default();
     let failed = Family::<ServerLabels, Counter>::default();
+    let switched = Family::<ServerLabels, Counter>::default();
+    let switch_failed = Family::<ServerLabels, Counter>::default();
+    let closed = Family::<ServerLabels, Counter>::default();
+    let phase_seconds = Family::<ServerPhaseLabels, Counter<f64>>::default();
+    let phases = Family::<ServerPhaseLabels, Counter>::default();
     let cap = Family::<ServerLabels, Gauge>::default();
     let server = |engine: &str, cluster: &str, backend: &str| ServerLabels {
         engine: engine.to_owned(),
@@ -88,6 +96,19 @@ fn register_backend_connections(traffic: &[Traffic], snapshots: &[CoreSnapshot],
             let labels = server(t.engine, &b.cluster, &b.backend);
             opened.get_or_create(&labels).inc_by(b.opened);
             failed.get_or_create(&labels).inc_by(b.failed);
+            switched.get_or_create(&labels).inc_by(b.switched);
+            switch_failed.get_or_create(&labels).inc_by(b.switch_failed);
+            closed.get_or_create(&labels).inc_by(b.closed);
+            for (phase, (took, count)) in Phase::ALL.iter().zip(b.phases) {
+                let labels = ServerPhaseLabels {
+                    engine: t.engine.to_owned(),
+                    cluster: b.cluster.clone(),
+                    backend: b.backend.clone(),
+                    phase: phase.name().to_owned(),
+                };
+                phase_seconds.get_or_create(&labels).inc_by(took.as_secs_f64());
+                phases.get_or_create(&labels).inc_by(count);
+            }
             if let Some(c) = b.cap {
                 cap.get_or_create(&labels).set(gauge(c));
             }
@@ -117,6 +138,34 @@ fn register_backend_connections(traffic: &[Traffic], snapshots: &[CoreSnapshot],
         "database_connections_setup_failed",
         "Backend connections the pools failed to open (connect, authentication or init_query)",
         failed,
+    );
+    registry.register(
+        "database_connections_switched",
+        "Backend connections moved from one tenant's pool to another's (MySQL: COM_CHANGE_USER, or a reset \
+         and COM_INIT_DB for the same backend user) instead of being closed and opened again",
+        switched,
+    );
+    registry.register(
+        "database_connections_switch_failed",
+        "Backend connections that could not be moved to another tenant's pool (they were closed)",
+        switch_failed,
+    );
+    registry.register(
+        "database_connections_closed",
+        "Backend connections the pools closed (expired, retired, over the idle cap, failed, or given up for another pool)",
+        closed,
+    );
+    registry.register(
+        "database_lease_phase_seconds",
+        "Time leases spent getting a connection beyond their pool's idle ones, by phase: place (waiting \
+         for a place under the backend's cap or a connection handed over), open (connect, TLS, \
+         authentication, init_query), switch (moving another pool's connection to this one)",
+        phase_seconds,
+    );
+    registry.register(
+        "database_lease_phases",
+        "Leases that went through each phase of database_lease_phase_seconds",
+        phases,
     );
     registry.register(
         "database_connections",

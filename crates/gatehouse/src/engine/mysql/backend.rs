@@ -75,6 +75,11 @@ pub struct MyConn {
     /// What `LAST_INSERT_ID()` returns on this connection; `None` when a
     /// statement may have changed it (see [`super::carry`]).
     pub last_insert_id: Option<u64>,
+    /// The server's default authentication plugin (from its greeting) and
+    /// the nonce it holds for this connection: what a COM_CHANGE_USER
+    /// answers first ([`MyConn::change_user`]).
+    auth_plugin: Box<str>,
+    nonce: [u8; gatehouse_proto_mysql::auth::NONCE_LEN],
 }
 
 impl fmt::Debug for MyConn {
@@ -229,6 +234,7 @@ async fn connect_inner(
     .map_err(|e| e.into_proxy(addr, user, database))?;
     let connection_id = done.greeting.connection_id;
     let tls_in_use = stream.tls_summary();
+    let auth_plugin = done.greeting.auth_plugin.as_str().into();
     Ok(MyConn {
         stream,
         rbuf,
@@ -242,6 +248,8 @@ async fn connect_inner(
         vars: super::vars::Vars::new(),
         prepared: std::collections::HashMap::new(),
         last_insert_id: Some(0),
+        auth_plugin,
+        nonce: done.nonce,
         cancel: MyCancelTarget {
             addr: Arc::from(addr),
             user: Arc::from(user),
@@ -277,6 +285,104 @@ impl MyConn {
         self.vars = vars;
         if mode_changed && !self.prepared.is_empty() {
             self.close_all_prepared().await;
+        }
+    }
+
+    /// Logs the connection in again as `user` on `database` (none when
+    /// `None`) with COM_CHANGE_USER, within `timeout`: how a pooled
+    /// connection moves to another tenant without a new connection. The
+    /// server resets the session as for a new connection, and so does what
+    /// the connection tracks of it; its `KILL QUERY`s log in as the new
+    /// user from now on. An error leaves the connection unusable: the
+    /// caller closes it.
+    pub async fn change_user(
+        &mut self,
+        user: &str,
+        password: &[u8],
+        database: Option<&str>,
+        timeout: Duration,
+        tls: &BackendTls,
+    ) -> Result<(), ProxyError> {
+        let who = auth::Login {
+            addr: &self.addr,
+            tls,
+            user,
+            password,
+            database,
+        };
+        let exchange = auth::change_user(
+            &mut self.stream,
+            &mut self.rbuf,
+            self.caps,
+            &self.auth_plugin,
+            self.nonce,
+            &who,
+        );
+        let (status, nonce) = match tokio::time::timeout(timeout, exchange).await {
+            Ok(r) => r.map_err(|e| e.into_proxy(&self.addr, user, database))?,
+            Err(_) => {
+                return Err(io_error(
+                    &self.addr,
+                    format!("COM_CHANGE_USER timed out after {timeout:?}"),
+                ));
+            }
+        };
+        if !self.rbuf.is_empty() {
+            return Err(malformed(&self.addr, "data after the reply to COM_CHANGE_USER"));
+        }
+        self.status = status;
+        self.nonce = nonce;
+        self.forget_session_state();
+        self.cancel.user = Arc::from(user);
+        self.cancel.password = Arc::new(Zeroizing::new(password.to_vec()));
+        Ok(())
+    }
+
+    /// Moves a connection to `database` for the same user: COM_RESET_CONNECTION
+    /// and COM_INIT_DB sent together (one round trip), within `timeout`.
+    /// The session is reset as by [`MyConn::reset`].
+    pub async fn reset_to_database(&mut self, database: &str, timeout: Duration) -> Result<(), ProxyError> {
+        let work = async {
+            self.wbuf.clear();
+            io::put_packet(&mut self.wbuf, 0, &[COM_RESET_CONNECTION]);
+            let mut init = Vec::with_capacity(database.len() + 1);
+            init.push(COM_INIT_DB);
+            init.extend_from_slice(database.as_bytes());
+            io::put_packet(&mut self.wbuf, 0, &init);
+            self.stream
+                .write_all(&self.wbuf)
+                .await
+                .map_err(|e| io_error(&self.addr, e))?;
+            for what in ["COM_RESET_CONNECTION", "COM_INIT_DB"] {
+                self.read_ok(what).await?;
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(r) => r?,
+            Err(_) => return Err(io_error(&self.addr, format!("reset timed out after {timeout:?}"))),
+        }
+        if !self.rbuf.is_empty() {
+            return Err(malformed(&self.addr, "data after the reply to COM_INIT_DB"));
+        }
+        self.forget_session_state();
+        Ok(())
+    }
+
+    /// Reads the OK that answers `what`; an ERR becomes an error.
+    async fn read_ok(&mut self, what: &str) -> Result<(), ProxyError> {
+        let p = self.read_packet().await?;
+        match p.payload.first() {
+            Some(&OK_HEADER) => {
+                let ok = OkPacket::decode(&p.payload, self.caps).map_err(|e| malformed(&self.addr, e))?;
+                self.status = ok.status;
+                Ok(())
+            }
+            Some(&ERR_HEADER) => {
+                let e = self.server_error(&p.payload)?;
+                Err(query_error(&self.addr, &e))
+            }
+            _ => Err(malformed(&self.addr, format!("unexpected reply to {what}"))),
         }
     }
 
@@ -428,18 +534,7 @@ impl MyConn {
         self.send_command(&[COM_RESET_CONNECTION])
             .await
             .map_err(|e| io_error(&self.addr, e))?;
-        let p = self.read_packet().await?;
-        match p.payload.first() {
-            Some(&OK_HEADER) => {
-                let ok = OkPacket::decode(&p.payload, self.caps).map_err(|e| malformed(&self.addr, e))?;
-                self.status = ok.status;
-            }
-            Some(&ERR_HEADER) => {
-                let e = self.server_error(&p.payload)?;
-                return Err(query_error(&self.addr, &e));
-            }
-            _ => return Err(malformed(&self.addr, "unexpected reply to COM_RESET_CONNECTION")),
-        }
+        self.read_ok("COM_RESET_CONNECTION").await?;
         if !self.rbuf.is_empty() {
             return Err(malformed(&self.addr, "data after the reply to COM_RESET_CONNECTION"));
         }

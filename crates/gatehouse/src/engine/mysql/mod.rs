@@ -174,6 +174,27 @@ impl Engine for MyEngine {
         Ok(())
     }
 
+    /// COM_CHANGE_USER moves a connection to any user and database; a
+    /// connection of the same user only resets and changes its database.
+    const SWITCHES: bool = true;
+
+    async fn switch(
+        &self,
+        conn: &mut MyConn,
+        secret: &Secret,
+        database: &str,
+        same_user: bool,
+        timeout: Duration,
+        tls: &BackendTls,
+    ) -> Result<(), ProxyError> {
+        if same_user && !database.is_empty() {
+            return conn.reset_to_database(database, timeout).await;
+        }
+        let db = (!database.is_empty()).then_some(database);
+        let password = secret.password.expose().as_bytes();
+        conn.change_user(&secret.user, password, db, timeout, tls).await
+    }
+
     fn is_usable(&self, conn: &mut MyConn) -> bool {
         conn.is_usable()
     }

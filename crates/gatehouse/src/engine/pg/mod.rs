@@ -64,6 +64,25 @@ impl Engine for PgEngine {
         backend::reset(conn).await
     }
 
+    /// A PostgreSQL connection belongs to the database and role it started
+    /// with: the pools close it and open another instead.
+    const SWITCHES: bool = false;
+
+    async fn switch(
+        &self,
+        _conn: &mut PgConn,
+        _secret: &Secret,
+        _database: &str,
+        _same_user: bool,
+        _timeout: Duration,
+        _tls: &BackendTls,
+    ) -> Result<(), ProxyError> {
+        Err(ProxyError::new(
+            crate::error::Condition::FeatureNotSupported,
+            "a PostgreSQL backend connection cannot change its database or user",
+        ))
+    }
+
     fn is_usable(&self, conn: &mut PgConn) -> bool {
         backend::is_usable(conn)
     }

@@ -1,5 +1,7 @@
 //! The console's `SHOW` tables of topology and pools: `POOLS`, `CLIENTS`,
-//! `SERVERS`, `BACKENDS`, `CLUSTERS` and `ENDPOINTS`, from every core's
+//! `SERVERS` (each with the times it changed tenant), `BACKENDS` (with the
+//! connections opened, switched between tenants and closed), `CLUSTERS`
+//! and `ENDPOINTS`, from every core's
 //! snapshot, client list (each client's cluster and backend user as it
 //! logged in) and running settings.
 
@@ -158,6 +160,7 @@ pub fn servers(cores: &[Arc<dyn CoreView>]) -> Table {
         ("idle", R),
         ("client_id", I),
         ("tls", T),
+        ("switches", I),
     ]);
     for core in cores {
         for s in core.idle_servers() {
@@ -173,6 +176,7 @@ pub fn servers(cores: &[Arc<dyn CoreView>]) -> Table {
                 secs(s.idle_for),
                 Cell::Null,
                 s.tls.as_deref().map(str::to_owned).into(),
+                s.switches.into(),
             ]);
         }
         for c in core.clients() {
@@ -190,6 +194,7 @@ pub fn servers(cores: &[Arc<dyn CoreView>]) -> Table {
                 Cell::Null,
                 c.id.into(),
                 c.server_tls.as_deref().map(str::to_owned).into(),
+                Cell::Null,
             ]);
         }
     }
@@ -211,10 +216,18 @@ pub fn backends(cores: &[Arc<dyn CoreView>]) -> Table {
         ("routed", I),
         ("max_connections", I),
         ("last_error", T),
+        ("opened", I),
+        ("switched", I),
+        ("closed", I),
     ]);
     for core in cores {
         let s = core.snapshot();
+        let connects = core.traffic().backends;
         for b in s.backends {
+            let c = connects
+                .iter()
+                .find(|c| c.cluster == b.cluster && c.backend == b.backend);
+            let count = |f: fn(&crate::pool::BackendConnects) -> u64| c.map_or(Cell::from(0u64), |c| f(c).into());
             t.push(vec![
                 s.engine.into(),
                 b.cluster.into(),
@@ -229,6 +242,9 @@ pub fn backends(cores: &[Arc<dyn CoreView>]) -> Table {
                 b.routed.into(),
                 b.max_connections.map_or(Cell::Null, Cell::from),
                 b.last_error.into(),
+                count(|c| c.opened),
+                count(|c| c.switched),
+                count(|c| c.closed),
             ]);
         }
     }

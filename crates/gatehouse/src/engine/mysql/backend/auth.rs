@@ -1,7 +1,9 @@
 //! The connection phase towards a backend, as a client: read the server's
 //! HandshakeV10, answer with HandshakeResponse41, then follow the server
 //! through at most one AuthSwitchRequest and the plugin's extra round trips
-//! until OK or ERR.
+//! until OK or ERR. COM_CHANGE_USER ([`change_user`]), which moves an open
+//! connection to another user and database, runs the same exchange after
+//! its first packet, so every plugin below works inside it too.
 //!
 //! Supported plugins:
 //! * `mysql_native_password` (MariaDB's and MySQL 5.7's default);
@@ -29,7 +31,9 @@ use gatehouse_proto_mysql::auth::{NONCE_LEN, caching_sha2, ed25519, native_passw
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::handshake::SslRequest;
 use gatehouse_proto_mysql::handshake::auth_switch::{AUTH_MORE_DATA_HEADER, AUTH_SWITCH_HEADER};
-use gatehouse_proto_mysql::handshake::{AuthMoreData, AuthSwitchRequest, HandshakeResponse41, HandshakeV10};
+use gatehouse_proto_mysql::handshake::{
+    AuthMoreData, AuthSwitchRequest, ChangeUser, HandshakeResponse41, HandshakeV10,
+};
 use gatehouse_proto_mysql::packets::{ERR_HEADER, ErrPacket, OK_HEADER, OkPacket};
 use gatehouse_proto_mysql::{DecodeError, errors};
 use tokio::net::TcpStream;
@@ -86,6 +90,9 @@ pub struct Established {
     pub caps: u32,
     /// Status flags of the final OK.
     pub status: u16,
+    /// The nonce the server holds for this connection now (the greeting's,
+    /// or an auth switch's): a later COM_CHANGE_USER answers it first.
+    pub nonce: [u8; NONCE_LEN],
 }
 
 /// Who logs in where: the backend user, password and database, and the
@@ -145,6 +152,16 @@ pub async fn login(
     Ok((stream, established))
 }
 
+/// The plugin a first answer is computed for: the server's default when the
+/// proxy speaks it, else native (the server switches to the account's
+/// plugin if it differs).
+fn first_plugin(server_default: &str) -> &'static str {
+    match server_default {
+        CACHING_SHA2_PASSWORD => CACHING_SHA2_PASSWORD,
+        _ => NATIVE_PASSWORD,
+    }
+}
+
 /// The handshake response (with sequence id `seq`) and the exchanges after
 /// it, up to the server's OK.
 async fn authenticate(
@@ -155,22 +172,15 @@ async fn authenticate(
     seq: u8,
     who: &Login<'_>,
 ) -> Result<Established, LoginError> {
-    let secure = stream.is_tls();
-    let (user, password, database) = (who.user, who.password, who.database);
-    let mut plugin = match greeting.auth_plugin.as_str() {
-        CACHING_SHA2_PASSWORD => CACHING_SHA2_PASSWORD,
-        // Unknown or absent default: answer for native; the server switches
-        // to the account's plugin if it differs.
-        _ => NATIVE_PASSWORD,
-    };
+    let plugin = first_plugin(&greeting.auth_plugin);
     let response = HandshakeResponse41 {
         capabilities: caps,
         max_packet_size: MAX_PACKET_SIZE,
         charset: CONNECTION_CHARSET,
         mariadb_ext_caps: 0,
-        username: user.to_owned(),
-        auth_response: scramble(plugin, password, &greeting.scramble)?,
-        database: database.map(str::to_owned),
+        username: who.user.to_owned(),
+        auth_response: scramble(plugin, who.password, &greeting.scramble)?,
+        database: who.database.map(str::to_owned),
         auth_plugin: Some(plugin.to_owned()),
         attributes: Vec::new(),
         zstd_level: None,
@@ -178,9 +188,60 @@ async fn authenticate(
     let mut out = BytesMut::new();
     response.encode(&mut out);
     io::write_packet(stream, seq, &out).await.map_err(IoError::from)?;
+    let (status, nonce) = exchange(stream, rbuf, caps, plugin, greeting.scramble, who.password).await?;
+    Ok(Established {
+        greeting,
+        caps,
+        status,
+        nonce,
+    })
+}
+
+/// COM_CHANGE_USER on an established connection: logs it in again as
+/// `who`'s user on `who`'s database (none when `None`), answering first
+/// with `plugin` over `nonce` (the last nonce the server sent on this
+/// connection; MariaDB and MySQL check the first answer against it), then
+/// following the server through an auth switch and the plugin's round trips
+/// as at login. On OK the server has reset the session: variables, user
+/// variables, temporary tables, prepared statements, an open transaction.
+/// Returns the OK's status flags and the nonce the server now holds.
+pub async fn change_user(
+    stream: &mut BackendStream,
+    rbuf: &mut BytesMut,
+    caps: u32,
+    plugin: &str,
+    nonce: [u8; NONCE_LEN],
+    who: &Login<'_>,
+) -> Result<(u16, [u8; NONCE_LEN]), LoginError> {
+    let plugin = first_plugin(plugin);
+    let request = ChangeUser {
+        username: who.user.to_owned(),
+        auth_response: scramble(plugin, who.password, &nonce)?,
+        database: who.database.unwrap_or_default().to_owned(),
+        charset: Some(u16::from(CONNECTION_CHARSET)),
+        auth_plugin: Some(plugin.to_owned()),
+        attributes: Vec::new(),
+    };
+    let mut out = BytesMut::new();
+    request.encode(&mut out, caps);
+    io::write_packet(stream, 0, &out).await.map_err(IoError::from)?;
+    exchange(stream, rbuf, caps, plugin, nonce, who.password).await
+}
+
+/// The connection phase after the client's first answer (computed for
+/// `plugin` over `nonce`): at most one auth switch and the plugin's extra
+/// round trips, up to the server's OK (its status flags, and the 20-byte
+/// nonce the server holds now) or ERR.
+async fn exchange(
+    stream: &mut BackendStream,
+    rbuf: &mut BytesMut,
+    caps: u32,
+    mut plugin: &'static str,
+    mut nonce: [u8; NONCE_LEN],
+    password: &[u8],
+) -> Result<(u16, [u8; NONCE_LEN]), LoginError> {
+    let secure = stream.is_tls();
     let mut switched = false;
-    // The nonce the current plugin answers (the greeting's, or a switch's).
-    let mut nonce = greeting.scramble.to_vec();
     let mut asked_for_key = false;
     let mut sent_encrypted = false;
     loop {
@@ -190,11 +251,7 @@ async fn authenticate(
         match header {
             OK_HEADER => {
                 let ok = OkPacket::decode(&p.payload, caps)?;
-                return Ok(Established {
-                    greeting,
-                    caps,
-                    status: ok.status,
-                });
+                return Ok((ok.status, nonce));
             }
             ERR_HEADER => return Err(LoginError::Server(ErrPacket::decode(&p.payload)?)),
             AUTH_SWITCH_HEADER => {
@@ -215,9 +272,8 @@ async fn authenticate(
                         } else {
                             CACHING_SHA2_PASSWORD
                         };
-                        let n = req.nonce().ok_or(LoginError::Unexpected(AUTH_SWITCH_HEADER))?;
-                        nonce = n.to_vec();
-                        scramble(plugin, password, &n)?
+                        nonce = req.nonce().ok_or(LoginError::Unexpected(AUTH_SWITCH_HEADER))?;
+                        scramble(plugin, password, &nonce)?
                     }
                     CLEAR_PASSWORD if secure => {
                         plugin = CLEAR_PASSWORD;

@@ -1,0 +1,110 @@
+//! The idle connections of one backend across its pools, as the
+//! [`BackendShare`] sees them: which one a lease of another pool takes (one
+//! of its own pool, else one of the same backend user, else the one idle
+//! longest, so the connections of the tenants busy now are kept), and the
+//! hand-over of connections to the leases waiting for a place, first come,
+//! first served across pools (engines that switch connections between
+//! tenants, [`crate::engine::Engine::SWITCHES`]).
+//!
+//! Ordering: a lease that starts to wait is queued, counted (sequentially
+//! consistent) and then looks at the idle connections; a connection coming
+//! back is made idle, and then the count is read (after a sequentially
+//! consistent fence). So either the waiter finds the connection, or the
+//! connection's return finds the waiter: none waits beside an idle
+//! connection until its deadline.
+
+use std::cmp::Reverse;
+use std::sync::{Arc, PoisonError, Weak};
+
+use tokio::sync::oneshot;
+
+use super::{BackendShare, Pool, Pooled};
+use crate::engine::Engine;
+
+/// A connection taken from the idle list of `from`.
+pub(super) struct Handed<E: Engine> {
+    pub from: Arc<Pool<E>>,
+    pub pooled: Box<Pooled<E::Conn>>,
+}
+
+/// A lease of `pool` waiting for a connection to be handed to it.
+pub(super) struct Waiter<E: Engine> {
+    pub pool: Weak<Pool<E>>,
+    pub tx: oneshot::Sender<Handed<E>>,
+}
+
+impl<E: Engine> BackendShare<E> {
+    /// Counts `pool` among the pools on this backend.
+    pub(super) fn register(&self, pool: &Arc<Pool<E>>) {
+        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        pools.retain(|p| p.strong_count() > 0);
+        pools.push(Arc::downgrade(pool));
+    }
+
+    /// The pools on this backend that are still in use.
+    fn live_pools(&self) -> Vec<Arc<Pool<E>>> {
+        self.pools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// Takes the idle connection a lease of `for_pool` should get: one of
+    /// that pool, else one of the same backend user (cheaper to move),
+    /// else the one idle longest on the backend. With `None`, the one idle
+    /// longest.
+    pub(super) fn take_idle(&self, for_pool: Option<&Pool<E>>) -> Option<Handed<E>> {
+        let pools = self.live_pools();
+        // Another lease may empty the chosen pool between the look and the
+        // take: look again (a few times; each miss means others progress).
+        for _ in 0..4 {
+            let best = pools
+                .iter()
+                .filter_map(|p| {
+                    let since = p.oldest_idle_since()?;
+                    let rank = match for_pool {
+                        Some(f) => (std::ptr::eq(p.as_ref(), f), p.key.user == f.key.user),
+                        None => (false, false),
+                    };
+                    Some(((rank, Reverse(since)), p))
+                })
+                .max_by(|a, b| a.0.cmp(&b.0))
+                .map(|(_, p)| p)?;
+            if let Some(pooled) = best.pop_oldest() {
+                return Some(Handed {
+                    from: best.clone(),
+                    pooled,
+                });
+            }
+        }
+        None
+    }
+
+    /// Hands idle connections to the leases waiting on this backend, first
+    /// in line first, while there are both.
+    pub(super) fn hand_over_idle(&self) {
+        let mut queue = self.handoff.lock().unwrap_or_else(PoisonError::into_inner);
+        while let Some(front) = queue.front() {
+            let Some(pool) = front.pool.upgrade().filter(|_| !front.tx.is_closed()) else {
+                queue.pop_front();
+                continue;
+            };
+            let Some(handed) = self.take_idle(Some(&pool)) else {
+                break;
+            };
+            let Some(waiter) = queue.pop_front() else { break };
+            if let Err(back) = waiter.tx.send(handed) {
+                // It stopped waiting just now: the connection stays idle.
+                back.from.put_back(back.pooled);
+            }
+        }
+    }
+
+    /// Closes the connection idle longest on this backend, to make room
+    /// for a new one; false if there is none.
+    pub(super) fn close_idle_longest(&self) -> bool {
+        self.take_idle(None).is_some()
+    }
+}
