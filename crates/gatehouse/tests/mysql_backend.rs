@@ -400,10 +400,19 @@ async fn change_user(env: &Env) -> Result<()> {
     leave_state(&mut c).await?;
     c.reset_to_database("gh_be_other", TIMEOUT).await?;
     let r = c.query("SELECT DATABASE(), @leftover, @@in_transaction").await?;
-    ensure!(
-        r.rows == vec![vec![Some("gh_be_other".into()), None, Some("0".into())]],
-        "{r:?}"
-    );
+    let moved = vec![vec![Some("gh_be_other".to_owned()), None, Some("0".to_owned())]];
+    ensure!(r.rows == moved, "{r:?}");
+    // A database the server refuses: the connection stays usable, reset,
+    // on the database it had.
+    leave_state(&mut c).await?;
+    let refused = c
+        .reset_to_database("gh_be_no_such_db", TIMEOUT)
+        .await
+        .err()
+        .context("COM_INIT_DB of a missing database succeeded")?;
+    ensure!(refused.intact, "{refused:?}");
+    let r = c.query("SELECT DATABASE(), @leftover, @@in_transaction").await?;
+    ensure!(r.rows == moved, "{r:?}");
     // A wrong password: the server's 1045, in the detail only.
     let err = c
         .change_user(ED_USER, b"wrong-ed-pw", None, TIMEOUT, &tls)

@@ -55,6 +55,25 @@ pub struct ClientConn {
     pub drain: crate::app::DrainGuard,
 }
 
+/// Why a connection could not be moved to another backend user or
+/// database ([`Engine::switch`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct SwitchError {
+    pub error: ProxyError,
+    /// The server refused only the new database, and the connection is
+    /// still logged in as before, its session reset: it may go back to the
+    /// pool it came from. Otherwise it is closed.
+    pub intact: bool,
+}
+
+impl From<ProxyError> for SwitchError {
+    /// An error that leaves the connection unusable.
+    fn from(error: ProxyError) -> Self {
+        Self { error, intact: false }
+    }
+}
+
 /// A database protocol plugged into the core.
 pub trait Engine: Send + Sync + Sized + 'static {
     /// The engine's name in metrics and the admin API.
@@ -95,8 +114,9 @@ pub trait Engine: Send + Sync + Sized + 'static {
     /// it is fresh (nothing of the previous tenant's state is left).
     /// `same_user`: the connection is logged in as `secret`'s user already
     /// (only its database changes), which the engine may do more cheaply.
-    /// An error means discard the connection. Engines without
-    /// [`Engine::SWITCHES`] answer with an error and change nothing.
+    /// An error means discard the connection, unless it says the
+    /// connection is intact. Engines without [`Engine::SWITCHES`] answer
+    /// with an error and change nothing.
     fn switch(
         &self,
         conn: &mut Self::Conn,
@@ -105,7 +125,7 @@ pub trait Engine: Send + Sync + Sized + 'static {
         same_user: bool,
         timeout: Duration,
         tls: &BackendTls,
-    ) -> impl Future<Output = Result<(), ProxyError>> + Send;
+    ) -> impl Future<Output = Result<(), SwitchError>> + Send;
 
     /// The cancels sent to `conn` and not yet delivered (the same flight
     /// its cancel targets carry): the pool lends it to nobody before then.

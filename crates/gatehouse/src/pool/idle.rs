@@ -27,10 +27,12 @@ pub(super) struct Handed<E: Engine> {
     pub pooled: Box<Pooled<E::Conn>>,
 }
 
-/// A lease of `pool` waiting for a connection to be handed to it.
+/// A lease of `pool` waiting for a connection to be handed to it, or
+/// (`wants_place`: its pool must open a connection of its own) for a place.
 pub(super) struct Waiter<E: Engine> {
     pub pool: Weak<Pool<E>>,
     pub tx: oneshot::Sender<Handed<E>>,
+    pub wants_place: bool,
 }
 
 impl<E: Engine> BackendShare<E> {
@@ -91,6 +93,15 @@ impl<E: Engine> BackendShare<E> {
                 queue.pop_front();
                 continue;
             };
+            if front.wants_place {
+                // Closing the connection idle longest frees a place (the
+                // semaphore serves it in its own order).
+                if !self.close_idle_longest() {
+                    break;
+                }
+                queue.pop_front();
+                continue;
+            }
             let Some(handed) = self.take_idle(Some(&pool)) else {
                 break;
             };

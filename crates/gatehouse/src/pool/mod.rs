@@ -27,7 +27,7 @@ mod set;
 mod share;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -42,7 +42,7 @@ use self::share::Place;
 pub use self::share::{BackendConnects, BackendShare, Phase};
 use crate::cancel::CANCEL_SETTLE_LIMIT;
 use crate::config::{ClusterSettings, Secret};
-use crate::engine::Engine;
+use crate::engine::{Engine, SwitchError};
 use crate::error::{Condition, ProxyError};
 
 /// An idle connection as the console lists it.
@@ -135,6 +135,11 @@ pub struct Pool<E: Engine> {
     idle: Mutex<VecDeque<Box<Pooled<E::Conn>>>>,
     /// Backend connections open now, idle or lent.
     open: Arc<AtomicUsize>,
+    /// A switch to this pool failed since it last opened a connection:
+    /// its leases open connections of their own instead of taking other
+    /// pools' (a tenant whose database or credentials the server refuses
+    /// must not use up the other tenants' connections one by one).
+    switch_failed: AtomicBool,
 }
 
 impl<E: Engine> Pool<E> {
@@ -247,6 +252,7 @@ impl<E: Engine> Pool<E> {
         }
         *current = secret.clone();
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.switch_failed.store(false, Ordering::Relaxed);
         drop(current);
         // Idle connections of the old generation go now.
         self.sweep();
@@ -341,9 +347,10 @@ impl<E: Engine> Pool<E> {
         // Each pass either returns or closes a connection that could not
         // be switched, so it ends (at the latest at the deadline).
         loop {
+            let switching = E::SWITCHES && !self.switch_failed.load(Ordering::Relaxed);
             // Another pool's idle connection, unless leases wait for one
             // already (they come first).
-            if E::SWITCHES
+            if switching
                 && !self.share.has_waiters()
                 && let Some(handed) = self.share.take_idle(Some(self))
             {
@@ -352,7 +359,7 @@ impl<E: Engine> Pool<E> {
                 }
                 continue;
             }
-            match self.share.acquire(self, deadline).await? {
+            match self.share.acquire(self, switching, deadline).await? {
                 Place::Slot(slot) => return self.open_new(slot).await.map(|p| self.lent(p, permit)),
                 Place::Conn(handed) => {
                     if let Some(p) = self.adopt(handed).await {
@@ -389,6 +396,9 @@ impl<E: Engine> Pool<E> {
         let counts = &self.share.counts;
         counts.open(opened.is_ok());
         counts.phase(Phase::Open, started.elapsed());
+        if opened.is_ok() {
+            self.switch_failed.store(false, Ordering::Relaxed);
+        }
         let now = Instant::now();
         Ok(Box::new(Pooled {
             conn: opened?,
@@ -420,7 +430,6 @@ impl<E: Engine> Pool<E> {
         let secret = self.secret();
         let cluster = self.cluster.load_full();
         let same_user = from.key.user == secret.user;
-        drop(from);
         let switched = async {
             let conn = &mut pooled.conn;
             self.engine
@@ -436,14 +445,18 @@ impl<E: Engine> Pool<E> {
             if let Some(sql) = &cluster.init_query {
                 self.engine.initialize(conn, sql).await?;
             }
-            Ok::<(), ProxyError>(())
+            Ok::<(), SwitchError>(())
         }
         .await;
         let counts = &self.share.counts;
         counts.switch(switched.is_ok());
         counts.phase(Phase::Switch, started.elapsed());
         if let Err(e) = switched {
-            tracing::debug!(backend = %self.key.backend, error = %e, "backend connection closed: it could not be switched to another tenant");
+            self.switch_failed.store(true, Ordering::Relaxed);
+            tracing::debug!(backend = %self.key.backend, user = %self.key.user, database = %self.key.database, error = %e.error, intact = e.intact, "a backend connection could not be switched to this pool: its leases open connections of their own until one opens");
+            if e.intact {
+                from.put_back(pooled);
+            }
             return None;
         }
         pooled.generation = generation;

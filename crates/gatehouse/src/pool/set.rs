@@ -3,7 +3,7 @@
 //! applies reloads, retirements and the idle sweep across them.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
@@ -72,6 +72,7 @@ impl<E: Engine> Pools<E> {
             backend_leases: backend_leases.clone(),
             idle: Mutex::new(VecDeque::new()),
             open: Arc::new(AtomicUsize::new(0)),
+            switch_failed: AtomicBool::new(false),
         });
         pool.share.register(&pool);
         map.insert(key, pool.clone());

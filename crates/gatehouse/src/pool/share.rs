@@ -231,12 +231,13 @@ impl<E: Engine> BackendShare<E> {
     }
 
     /// A place for one more connection for a lease of `pool`, else a wait
-    /// until `deadline` for a place or (engines that switch) a connection
-    /// handed over. Without switching, an idle connection of another pool
-    /// is closed first if that makes room.
+    /// until `deadline` for a place or (`switching`: the pool takes other
+    /// pools' connections) a connection handed over. Without switching, an
+    /// idle connection of another pool is closed first if that makes room.
     pub(super) async fn acquire(
         &self,
         pool: &Arc<Pool<E>>,
+        switching: bool,
         deadline: tokio::time::Instant,
     ) -> Result<Place<E>, ProxyError> {
         let Some((slots, server_max)) = self.slots.get() else {
@@ -247,9 +248,9 @@ impl<E: Engine> BackendShare<E> {
             if let Ok(p) = sem.clone().try_acquire_owned() {
                 return Ok(Place::Slot(Some(p)));
             }
-            // A switching engine took every idle connection it could
+            // A switching lease took every idle connection it could
             // before coming here, unless others wait: then it queues.
-            if E::SWITCHES || !self.close_idle_longest() {
+            if switching || !self.close_idle_longest() {
                 break;
             }
         }
@@ -264,6 +265,7 @@ impl<E: Engine> BackendShare<E> {
                     .push_back(Waiter {
                         pool: Arc::downgrade(pool),
                         tx,
+                        wants_place: !switching,
                     });
                 handed = Some(rx);
             }

@@ -22,6 +22,7 @@ mod rules_matrix;
 #[path = "../rules_matrix_cases.rs"]
 mod rules_matrix_cases;
 mod session;
+mod switch;
 // Shared with the PostgreSQL tests: each binary uses its engine's part.
 #[allow(dead_code)]
 #[path = "../tls_probe.rs"]
@@ -497,6 +498,7 @@ fn main() -> ExitCode {
     cases.extend(rules_matrix::cases());
     cases.extend(metrics::cases());
     cases.extend(backend_tls::cases());
+    cases.extend(switch::cases());
     trials::run(cases, setup, teardown)
 }
 

@@ -32,6 +32,7 @@ use zeroize::Zeroizing;
 use super::io::{self, IoError};
 use crate::backend_tls::{BackendStream, BackendTls};
 use crate::cancel::CancelFlight;
+use crate::engine::SwitchError;
 use crate::error::{Condition, ProxyError};
 
 /// Largest logical reply packet accepted from a server: the protocol's
@@ -340,8 +341,11 @@ impl MyConn {
 
     /// Moves a connection to `database` for the same user: COM_RESET_CONNECTION
     /// and COM_INIT_DB sent together (one round trip), within `timeout`.
-    /// The session is reset as by [`MyConn::reset`].
-    pub async fn reset_to_database(&mut self, database: &str, timeout: Duration) -> Result<(), ProxyError> {
+    /// The session is reset as by [`MyConn::reset`]. When the server
+    /// refuses only the database, the connection is left reset on its old
+    /// database, usable ([`SwitchError::intact`]).
+    pub async fn reset_to_database(&mut self, database: &str, timeout: Duration) -> Result<(), SwitchError> {
+        let broken = |error| SwitchError { error, intact: false };
         let work = async {
             self.wbuf.clear();
             io::put_packet(&mut self.wbuf, 0, &[COM_RESET_CONNECTION]);
@@ -353,33 +357,45 @@ impl MyConn {
                 .write_all(&self.wbuf)
                 .await
                 .map_err(|e| io_error(&self.addr, e))?;
-            for what in ["COM_RESET_CONNECTION", "COM_INIT_DB"] {
-                self.read_ok(what).await?;
-            }
-            Ok(())
+            self.read_ok("COM_RESET_CONNECTION").await?;
+            self.forget_session_state();
+            // Only the second reply is left: an ERR to it leaves the
+            // connection in step, reset.
+            let p = self.read_packet().await?;
+            Ok(self.ok_or_error(&p.payload, "COM_INIT_DB"))
         };
-        match tokio::time::timeout(timeout, work).await {
-            Ok(r) => r?,
-            Err(_) => return Err(io_error(&self.addr, format!("reset timed out after {timeout:?}"))),
-        }
+        let refused = match tokio::time::timeout(timeout, work).await {
+            Ok(r) => r.map_err(broken)?,
+            Err(_) => {
+                return Err(broken(io_error(
+                    &self.addr,
+                    format!("reset timed out after {timeout:?}"),
+                )));
+            }
+        };
         if !self.rbuf.is_empty() {
-            return Err(malformed(&self.addr, "data after the reply to COM_INIT_DB"));
+            return Err(broken(malformed(&self.addr, "data after the reply to COM_INIT_DB")));
         }
-        self.forget_session_state();
-        Ok(())
+        refused.map_err(|error| SwitchError { error, intact: true })
     }
 
     /// Reads the OK that answers `what`; an ERR becomes an error.
     async fn read_ok(&mut self, what: &str) -> Result<(), ProxyError> {
         let p = self.read_packet().await?;
-        match p.payload.first() {
+        self.ok_or_error(&p.payload, what)
+    }
+
+    /// The OK that answers `what` (its status kept), or the server's ERR
+    /// as an error.
+    fn ok_or_error(&mut self, payload: &[u8], what: &str) -> Result<(), ProxyError> {
+        match payload.first() {
             Some(&OK_HEADER) => {
-                let ok = OkPacket::decode(&p.payload, self.caps).map_err(|e| malformed(&self.addr, e))?;
+                let ok = OkPacket::decode(payload, self.caps).map_err(|e| malformed(&self.addr, e))?;
                 self.status = ok.status;
                 Ok(())
             }
             Some(&ERR_HEADER) => {
-                let e = self.server_error(&p.payload)?;
+                let e = self.server_error(payload)?;
                 Err(query_error(&self.addr, &e))
             }
             _ => Err(malformed(&self.addr, format!("unexpected reply to {what}"))),

@@ -186,13 +186,13 @@ impl Engine for MyEngine {
         same_user: bool,
         timeout: Duration,
         tls: &BackendTls,
-    ) -> Result<(), ProxyError> {
+    ) -> Result<(), crate::engine::SwitchError> {
         if same_user && !database.is_empty() {
             return conn.reset_to_database(database, timeout).await;
         }
         let db = (!database.is_empty()).then_some(database);
         let password = secret.password.expose().as_bytes();
-        conn.change_user(&secret.user, password, db, timeout, tls).await
+        Ok(conn.change_user(&secret.user, password, db, timeout, tls).await?)
     }
 
     fn is_usable(&self, conn: &mut MyConn) -> bool {

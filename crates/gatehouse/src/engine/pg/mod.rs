@@ -76,11 +76,12 @@ impl Engine for PgEngine {
         _same_user: bool,
         _timeout: Duration,
         _tls: &BackendTls,
-    ) -> Result<(), ProxyError> {
+    ) -> Result<(), crate::engine::SwitchError> {
         Err(ProxyError::new(
             crate::error::Condition::FeatureNotSupported,
             "a PostgreSQL backend connection cannot change its database or user",
-        ))
+        )
+        .into())
     }
 
     fn is_usable(&self, conn: &mut PgConn) -> bool {

@@ -1,0 +1,362 @@
+//! Backend connections that change tenant (COM_CHANGE_USER), on a proxy of
+//! the case's own whose cluster gives the proxy 1 % of the primary's
+//! `max_connections` (3 of 300) and whose tenants each log in to MariaDB as
+//! a backend user of their own, on a database of their own: one of them
+//! identified via ed25519 (the server switches the change's plugin in the
+//! middle). Checked: tenants taking turns share one connection, each
+//! running as its own backend user on its own database; what one tenant
+//! leaves on a connection (tracked variables, prepared statements, and the
+//! state that pins: user variables, temporary tables, an open transaction,
+//! `LAST_INSERT_ID()`) is never seen by the next; many tenants at once on 3
+//! connections all finish, with the switches counted in `/metrics`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, ensure};
+use mysql_async::prelude::*;
+
+use crate::Ctx;
+use crate::openmetrics;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        (
+            "switch::tenants_taking_turns_share_one_backend_connection_each_as_its_own_user",
+            take_turns,
+        ),
+        (
+            "switch::state_one_tenant_leaves_on_a_connection_is_never_seen_by_the_next",
+            state_not_seen,
+        ),
+        (
+            "switch::many_tenants_at_once_on_three_backend_connections_all_finish",
+            many_at_once,
+        ),
+    ]
+}
+
+/// Tenants sw0..sw{N-1}: backend user swu{i}, database swdb{i}; swu1 is
+/// identified via ed25519, the others with native passwords.
+const N: usize = 12;
+
+fn tenant(i: usize) -> (String, String, String) {
+    (format!("sw{i}"), format!("swu{i}"), format!("swdb{i}"))
+}
+
+fn backend_password(i: usize) -> String {
+    format!("swu{i}-backend-pw")
+}
+
+/// Creates the backend users and databases (each case runs it; what an
+/// earlier case made stays).
+fn prepare(ctx: &Ctx) -> Result<()> {
+    let p = ctx.cluster.mysql_primary().context("no primary")?.name.clone();
+    let installed = ctx.cluster.mysql_sql(
+        &p,
+        "SELECT COUNT(*) FROM information_schema.plugins WHERE plugin_name = 'ed25519'",
+    )?;
+    let mut sql = String::new();
+    if installed.trim() == "0" {
+        sql.push_str("INSTALL SONAME 'auth_ed25519';");
+    }
+    for i in 0..N {
+        let (_, user, db) = tenant(i);
+        let pw = backend_password(i);
+        let how = if i == 1 {
+            format!("IDENTIFIED VIA ed25519 USING PASSWORD('{pw}')")
+        } else {
+            format!("IDENTIFIED BY '{pw}'")
+        };
+        sql.push_str(&format!(
+            "CREATE USER IF NOT EXISTS '{user}'@'%' {how}; CREATE DATABASE IF NOT EXISTS {db}; \
+             GRANT ALL ON {db}.* TO '{user}'@'%'; \
+             CREATE TABLE IF NOT EXISTS {db}.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(32)); \
+             INSERT IGNORE INTO {db}.t (id, v) VALUES (1, '{db}');"
+        ));
+    }
+    ctx.cluster.mysql_sql(&p, &sql)?;
+    Ok(())
+}
+
+/// A proxy of the case's own: its "rw" endpoint and admin address, and its
+/// core (for the pools' counts).
+struct Proxy {
+    rw: SocketAddr,
+    admin: SocketAddr,
+    core: Arc<gatehouse::core::Core<gatehouse::engine::mysql::MyEngine>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn proxy(ctx: &Ctx, name: &str) -> Result<Proxy> {
+    prepare(ctx)?;
+    let p = ctx.cluster.mysql_primary().context("no primary")?;
+    let mut text = format!(
+        r#"
+[proxy]
+log_filter = "warn"
+
+[admin]
+listen = "127.0.0.1:0"
+
+[[clusters]]
+name = "sw"
+engine = "mysql"
+backends = ["{addr}"]
+monitor_secret = "superuser"
+health_check_interval = "1s"
+pool = {{ size = 4, borrow_timeout = "20s", max_connections_percent = 1 }}
+
+[[endpoints]]
+name = "rw"
+listen = "127.0.0.1:0"
+cluster = "sw"
+role = "read_write"
+
+[[secrets]]
+name = "superuser"
+user = "{su}"
+password = "{su_pw}"
+"#,
+        addr = p.addr(),
+        su = ctx.cluster.mysql_user(),
+        su_pw = ctx.cluster.mysql_password(),
+    );
+    for i in 0..N {
+        let (name, user, db) = tenant(i);
+        let hash = gatehouse_proto_mysql::auth::native_password::format_stored(
+            &gatehouse_proto_mysql::auth::native_password::stored_hash(format!("{name}-pw").as_bytes()),
+        );
+        text.push_str(&format!(
+            "\n[[tenants]]\nname = \"{name}\"\ndatabases = [\"{db}\"]\nsecret = \"{user}\"\nmysql_native_password = \"{hash}\"\n\
+             \n[[secrets]]\nname = \"{user}\"\nuser = \"{user}\"\npassword = \"{pw}\"\n",
+            pw = backend_password(i)
+        ));
+    }
+    let path = ctx.dir.join(format!("switch-{name}.toml"));
+    std::fs::write(&path, text)?;
+    let settings = gatehouse::config::load(&path).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let app = gatehouse::App::bind(settings).await?;
+    let rw = app.local_addr("rw").context("no rw")?;
+    let admin = app.admin_addr().context("no admin")?;
+    let core = app.mysql_core();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(gatehouse::run(app, async {
+        let _ = stopped.await;
+    }));
+    // The cap (3 connections) applies once the monitor has read the
+    // server's max_connections.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while core.topology.cluster("sw").and_then(|c| c.writer()).is_none() {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the monitor never found the writer"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(Proxy { rw, admin, core, stop })
+}
+
+impl Proxy {
+    async fn conn(&self, i: usize) -> Result<mysql_async::Conn> {
+        let (name, _, db) = tenant(i);
+        let opts = crate::opts_at(self.rw, &name, &format!("{name}-pw"), Some(&db));
+        mysql_async::Conn::new(opts)
+            .await
+            .with_context(|| format!("{name} login"))
+    }
+
+    /// (opened, switched, switch failures) summed over the cluster's backends.
+    fn counts(&self) -> (u64, u64, u64) {
+        self.core
+            .pools
+            .backend_connects()
+            .iter()
+            .filter(|b| b.cluster == "sw")
+            .fold((0, 0, 0), |a, b| {
+                (a.0 + b.opened, a.1 + b.switched, a.2 + b.switch_failed)
+            })
+    }
+
+    /// Waits until no backend connection is lent (a session that just
+    /// ended has given its connection back).
+    async fn settle(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.core.pools.all().iter().any(|p| p.leased_count() > 0) {
+            ensure!(std::time::Instant::now() < deadline, "a connection stays lent");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+    }
+}
+
+/// (CURRENT_USER(), DATABASE(), the server thread (`@@pseudo_thread_id`: the proxy answers `CONNECTION_ID()` with its own id), the table's one value).
+async fn whoami(c: &mut mysql_async::Conn) -> Result<(String, String, u64, String)> {
+    let row: Option<(String, String, u64)> = c
+        .query_first("SELECT CURRENT_USER(), DATABASE(), @@pseudo_thread_id")
+        .await?;
+    let (user, db, id) = row.context("no row")?;
+    let v: Option<String> = c.query_first("SELECT v FROM t ORDER BY id LIMIT 1").await?;
+    Ok((user, db, id, v.context("no value")?))
+}
+
+fn take_turns(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let proxy = proxy(ctx, "turns").await?;
+        let result = async {
+            let mut ids = Vec::new();
+            // Two rounds over four tenants (the ed25519 user among them):
+            // each login and statement finds the last tenant's connection
+            // idle and switches it.
+            for round in 0..2 {
+                for i in 0..4 {
+                    let mut c = proxy.conn(i).await?;
+                    proxy.settle().await?;
+                    let (user, db, id, v) = whoami(&mut c).await?;
+                    let (_, want_user, want_db) = tenant(i);
+                    ensure!(user == format!("{want_user}@%"), "round {round}, sw{i}: user {user}");
+                    ensure!(db == want_db && v == want_db, "round {round}, sw{i}: {db} / {v}");
+                    ids.push(id);
+                    c.disconnect().await?;
+                }
+            }
+            ensure!(ids.iter().all(|id| *id == ids[0]), "not one connection: {ids:?}");
+            let (opened, switched, failed) = proxy.counts();
+            ensure!(opened == 1, "opened {opened} connections");
+            ensure!(switched >= 7 && failed == 0, "switched {switched}, failed {failed}");
+            // The same counts in /metrics.
+            let m = openmetrics::scrape(proxy.admin, None)?;
+            let labels = [("engine", "mysql"), ("cluster", "sw")];
+            let metric = m.total("gatehouse_database_connections_switched_total", &labels);
+            ensure!(metric == switched as f64, "metrics {metric} vs {switched}");
+            let phases = m.total("gatehouse_database_lease_phases_total", &[("phase", "switch")]);
+            ensure!(phases >= switched as f64, "switch phases {phases}");
+            Ok(())
+        }
+        .await;
+        proxy.stop();
+        result
+    })
+}
+
+fn state_not_seen(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let proxy = proxy(ctx, "state").await?;
+        let result = async {
+            // sw2 leaves what transaction pooling keeps on an idle
+            // connection: a tracked session variable and a prepared
+            // statement; and what pins and is reset: a user variable, a
+            // temporary table, an untracked session variable, an open
+            // transaction with a row in it, LAST_INSERT_ID().
+            let mut a = proxy.conn(2).await?;
+            a.query_drop("SET SESSION sql_mode = 'ANSI', SESSION time_zone = '+05:00'").await?;
+            let one: Option<i64> = a.exec_first("SELECT ? + 1", (1,)).await?;
+            ensure!(one == Some(2), "{one:?}");
+            let (_, _, first_id, _) = whoami(&mut a).await?;
+            a.disconnect().await?;
+            proxy.settle().await?;
+            // sw3 gets that connection, switched: the server's fresh
+            // session, and the same statement prepared anew.
+            let mut b = proxy.conn(3).await?;
+            let (user, _, id, _) = whoami(&mut b).await?;
+            ensure!(id == first_id && user.starts_with("swu3@"), "{user} on {id}, not {first_id}");
+            let row: Option<(u8, u8)> = b
+                .query_first("SELECT @@session.sql_mode = @@global.sql_mode, @@session.time_zone = @@global.time_zone")
+                .await?;
+            ensure!(row == Some((1, 1)), "sw2's variables seen by sw3: {row:?}");
+            let two: Option<i64> = b.exec_first("SELECT ? + 1", (2,)).await?;
+            ensure!(two == Some(3), "{two:?}");
+            b.disconnect().await?;
+
+            let mut a = proxy.conn(2).await?;
+            a.query_drop(
+                "SET @leftover = 42; CREATE TEMPORARY TABLE tmp_left (a INT); \
+                 SET SESSION wait_timeout = 77",
+            )
+            .await?;
+            a.query_drop("BEGIN").await?;
+            a.query_drop("INSERT INTO t (v) VALUES ('uncommitted')").await?;
+            let (_, _, id_a, _) = whoami(&mut a).await?;
+            a.disconnect().await?; // gone with the transaction open
+            proxy.settle().await?;
+            let mut b = proxy.conn(4).await?;
+            let (user, _, id_b, _) = whoami(&mut b).await?;
+            ensure!(user.starts_with("swu4@") && id_b == id_a, "{user} on {id_b}, sw2 was on {id_a}");
+            let row: Option<(Option<i64>, u8, u64, u8)> = b
+                .query_first(
+                    "SELECT @leftover, @@session.wait_timeout = @@global.wait_timeout, LAST_INSERT_ID(), @@in_transaction",
+                )
+                .await?;
+            ensure!(row == Some((None, 1, 0, 0)), "sw2's state seen by sw4 (on {id_b}, sw2 was on {id_a}): {row:?}");
+            let tmp = b.query_drop("SELECT * FROM swdb2.tmp_left").await;
+            ensure!(tmp.is_err(), "sw4 reached sw2's temporary table");
+            // sw2's backend user's database is not sw4's to read.
+            let other = b.query_drop("SELECT * FROM swdb2.t").await;
+            ensure!(
+                matches!(&other, Err(mysql_async::Error::Server(e)) if e.code == 1142),
+                "{other:?}"
+            );
+            b.disconnect().await?;
+            // The open transaction's row was rolled back.
+            let mut a = proxy.conn(2).await?;
+            let n: Option<i64> = a.query_first("SELECT COUNT(*) FROM t WHERE v = 'uncommitted'").await?;
+            ensure!(n == Some(0), "the open transaction's row was kept: {n:?}");
+            a.disconnect().await?;
+            let (_, switched, failed) = proxy.counts();
+            ensure!(switched >= 3 && failed == 0, "switched {switched}, failed {failed}");
+            Ok(())
+        }
+        .await;
+        proxy.stop();
+        result
+    })
+}
+
+fn many_at_once(ctx: &Ctx) -> Result<()> {
+    const CLIENTS_PER_TENANT: usize = 3;
+    const TRANSACTIONS: usize = 15;
+    ctx.rt.block_on(async {
+        let proxy = Arc::new(proxy(ctx, "many").await?);
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..N {
+            for k in 0..CLIENTS_PER_TENANT {
+                let proxy = proxy.clone();
+                tasks.spawn(async move {
+                    let mut c = proxy.conn(i).await?;
+                    let (_, want_user, want_db) = tenant(i);
+                    for n in 0..TRANSACTIONS {
+                        let (user, db, _, v) = whoami(&mut c).await?;
+                        ensure!(
+                            user == format!("{want_user}@%") && db == want_db && v == want_db,
+                            "sw{i} client {k} transaction {n}: {user} on {db} read {v}"
+                        );
+                        let got: Option<i64> = c.exec_first("SELECT ? * 2", (n as i64,)).await?;
+                        ensure!(got == Some(2 * n as i64), "{got:?}");
+                    }
+                    c.disconnect().await?;
+                    anyhow::Ok(())
+                });
+            }
+        }
+        let mut errors = Vec::new();
+        while let Some(r) = tasks.join_next().await {
+            if let Err(e) = r.map_err(anyhow::Error::from).and_then(|r| r) {
+                errors.push(format!("{e:#}"));
+            }
+        }
+        let (opened, switched, failed) = proxy.counts();
+        let peak = proxy.core.pools.backend_connects().iter().filter_map(|b| b.cap).max();
+        if let Ok(p) = Arc::try_unwrap(proxy) {
+            p.stop();
+        }
+        ensure!(errors.is_empty(), "{} clients failed: {:?}", errors.len(), errors);
+        ensure!(peak == Some(3), "cap {peak:?}");
+        ensure!(opened <= 3 + failed, "opened {opened} connections on a cap of 3");
+        ensure!(switched > 0, "no connection switched");
+        Ok(())
+    })
+}
