@@ -5,7 +5,12 @@
 //! real MariaDB primary. Each trial runs one driver program in one mode
 //! (`drivers/run LANG DRIVER MODE`), which checks every result it gets and
 //! exits non-zero on the first wrong one; `all_at_once` runs every program
-//! together, the load under which rare desyncs show.
+//! together, the load under which rare desyncs show; and
+//! `mysql_programs_as_many_tenants_on_four_connections` runs every MariaDB
+//! program twice at once, each run as a tenant of its own (its own backend
+//! user and database), on a cluster whose share of the server is 4
+//! connections: nearly every lease moves a connection to another tenant
+//! (COM_CHANGE_USER).
 //!
 //! A driver's toolchain packages are installed on first use by
 //! `drivers/setup LANG` into `$HOME/.cache/gatehouse-drivers` (outside the
@@ -49,6 +54,13 @@ const OWNER: &str = "drv_owner";
 const PG_OWNER_PW: &str = "drv-owner-pg-pw";
 const MY_OWNER_PW: &str = "drv-owner-my-pw";
 const DATABASE: &str = "drv";
+/// Tenants of the "mymany" endpoint, each with a backend user and a
+/// database of its own (`drv_tNN`, `drv_uNN`, `drv_dNN`).
+const MANY_TENANTS: usize = 20;
+/// Iterations per worker there (20 programs at once on 4 connections).
+const MANY_ITERATIONS: usize = 6;
+/// mymany's share of the server's 200 connections: 2 % = 4.
+const MANY_SHARE_PERCENT: u32 = 2;
 const ADMIN_TOKEN: &str = "drivers-admin-token-0123456789";
 
 /// Every program of the matrix: (language, driver, engine, mode).
@@ -82,6 +94,7 @@ pub struct Ctx {
     dir: PathBuf,
     pg: SocketAddr,
     my: SocketAddr,
+    my_many: SocketAddr,
     admin: SocketAddr,
     /// Languages whose packages are installed already.
     ready: Mutex<Vec<&'static str>>,
@@ -98,12 +111,26 @@ fn repo_root() -> PathBuf {
     manifest.join("../..")
 }
 
+/// Tenant `i` of the "mymany" endpoint: (tenant, backend user, database).
+fn many(i: usize) -> (String, String, String) {
+    (format!("drv_t{i:02}"), format!("drv_u{i:02}"), format!("drv_d{i:02}"))
+}
+
 fn config_text(cluster: &Cluster, dir: &Path) -> Result<String> {
     let pg = cluster.pg_primary().context("no PostgreSQL primary")?;
     let my = cluster.mysql_primary().context("no MariaDB primary")?;
     let verifier = ScramVerifier::from_password(TENANT_PW, &random_salt(), 4096).to_string();
     let native = native_password::format_stored(&native_password::stored_hash(TENANT_PW.as_bytes()));
-    Ok(format!(
+    let mut many_tenants = String::new();
+    for i in 0..MANY_TENANTS {
+        let (tenant, user, db) = many(i);
+        many_tenants.push_str(&format!(
+            "\n[[tenants]]\nname = \"{tenant}\"\ndatabases = [\"{db}\"]\nsecret = \"{user}\"\n\
+             mysql_native_password = \"{native}\"\n\n[[secrets]]\nname = \"{user}\"\nuser = \"{user}\"\n\
+             password = \"{MY_OWNER_PW}\"\n"
+        ));
+    }
+    let text = format!(
         r#"
 [proxy]
 log_filter = "warn"
@@ -128,6 +155,20 @@ engine = "mysql"
 backends = ["{my}"]
 monitor_secret = "my_superuser"
 pool = {{ size = {POOL_SIZE}, borrow_timeout = "60s" }}
+
+[[clusters]]
+name = "mymany"
+engine = "mysql"
+backends = ["{my}"]
+monitor_secret = "my_superuser"
+pool = {{ size = {POOL_SIZE}, borrow_timeout = "60s", max_connections_percent = {MANY_SHARE_PERCENT} }}
+
+[[endpoints]]
+name = "mymany"
+listen = "127.0.0.1:0"
+cluster = "mymany"
+role = "read_write"
+pool_mode = "transaction"
 
 [[endpoints]]
 name = "pg"
@@ -182,7 +223,8 @@ password = "{MY_OWNER_PW}"
         pg_su_pw = cluster.pg_password(),
         my_su = cluster.mysql_user(),
         my_su_pw = cluster.mysql_password(),
-    ))
+    );
+    Ok(text + &many_tenants)
 }
 
 fn prepare_cluster(cluster: &Cluster) -> Result<()> {
@@ -201,6 +243,15 @@ fn prepare_cluster(cluster: &Cluster) -> Result<()> {
              GRANT ALL ON {DATABASE}.* TO '{OWNER}'@'%';"
         ),
     )?;
+    let mut sql = String::new();
+    for i in 0..MANY_TENANTS {
+        let (_, user, db) = many(i);
+        sql.push_str(&format!(
+            "CREATE USER '{user}'@'%' IDENTIFIED BY '{MY_OWNER_PW}'; CREATE DATABASE {db}; \
+             GRANT ALL ON {db}.* TO '{user}'@'%';"
+        ));
+    }
+    cluster.mysql_sql(&my, &sql)?;
     Ok(())
 }
 
@@ -222,15 +273,16 @@ fn setup() -> Result<Arc<Ctx>> {
     let settings = gatehouse::config::load(&dir.join("gatehouse.toml")).map_err(|p| anyhow::anyhow!("{p}"))?;
     let rt = trials::runtime()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let (pg, my, admin) = rt.block_on(async {
+    let (pg, my, my_many, admin) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
         let pg = app.local_addr("pg").context("pg endpoint")?;
         let my = app.local_addr("my").context("my endpoint")?;
+        let my_many = app.local_addr("mymany").context("mymany endpoint")?;
         let admin = app.admin_addr().context("admin listener")?;
         tokio::spawn(gatehouse::run(app, async {
             let _ = rx.await;
         }));
-        anyhow::Ok((pg, my, admin))
+        anyhow::Ok((pg, my, my_many, admin))
     })?;
     Ok(Arc::new(Ctx {
         _rt: rt,
@@ -238,6 +290,7 @@ fn setup() -> Result<Arc<Ctx>> {
         dir,
         pg,
         my,
+        my_many,
         admin,
         ready: Mutex::new(Vec::new()),
         shutdown: Mutex::new(Some(tx)),
@@ -271,14 +324,35 @@ impl Ctx {
     /// names the run in the program's tag (its tables and schemas are named
     /// after it), so a program running alone and the same one in
     /// `all_at_once` (trials run in parallel) never share a table.
-    fn spawn(
+    fn spawn(&self, program: (&'static str, &str, &str, &str), run: &str, limit: Duration) -> Result<Running> {
+        let login = if program.2 == "mysql" {
+            Login {
+                addr: self.my,
+                tenant: MY_TENANT.into(),
+                database: DATABASE.into(),
+                iterations: ITERATIONS,
+            }
+        } else {
+            Login {
+                addr: self.pg,
+                tenant: PG_TENANT.into(),
+                database: DATABASE.into(),
+                iterations: ITERATIONS,
+            }
+        };
+        self.spawn_as(program, run, limit, &login)
+    }
+
+    /// [`Ctx::spawn`] as the tenant `login` names.
+    fn spawn_as(
         &self,
         (lang, driver, engine, mode): (&'static str, &str, &str, &str),
         run: &str,
         limit: Duration,
+        login: &Login,
     ) -> Result<Running> {
         self.ensure(lang)?;
-        let addr = if engine == "mysql" { self.my } else { self.pg };
+        let addr = login.addr;
         let tag = format!("{lang}_{driver}_{mode}{run}");
         let log = self.dir.join(format!("{tag}.log"));
         let file = std::fs::File::create(&log)?;
@@ -287,11 +361,11 @@ impl Ctx {
             .env("GH_ENGINE", engine)
             .env("GH_HOST", addr.ip().to_string())
             .env("GH_PORT", addr.port().to_string())
-            .env("GH_USER", if engine == "mysql" { MY_TENANT } else { PG_TENANT })
+            .env("GH_USER", &login.tenant)
             .env("GH_PASSWORD", TENANT_PW)
-            .env("GH_DATABASE", DATABASE)
+            .env("GH_DATABASE", &login.database)
             .env("GH_WORKERS", WORKERS.to_string())
-            .env("GH_ITERATIONS", ITERATIONS.to_string())
+            .env("GH_ITERATIONS", login.iterations.to_string())
             .env("GH_POOL_SIZE", POOL_SIZE.to_string())
             .env("GH_MODE", mode)
             .env("GH_TAG", &tag)
@@ -312,6 +386,14 @@ impl Ctx {
             limit,
         })
     }
+}
+
+/// Where and as whom a driver program logs in.
+struct Login {
+    addr: SocketAddr,
+    tenant: String,
+    database: String,
+    iterations: usize,
 }
 
 struct Running {
@@ -381,6 +463,66 @@ fn all_at_once(ctx: &Ctx) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Every MariaDB program twice at once, each run as a tenant of its own
+/// (20 tenants, each its own backend user and database) on a cluster whose
+/// share of the server is 4 connections: nearly every lease takes a
+/// connection another tenant used last and switches it, and every program
+/// still checks every result it gets. The switches are counted.
+fn many_tenants(ctx: &Ctx) -> Result<()> {
+    let programs: Vec<_> = PROGRAMS.iter().filter(|p| p.2 == "mysql").copied().collect();
+    for lang in ["python", "node", "go", "java", "cli"] {
+        ctx.ensure(lang)?;
+    }
+    let before = switched(ctx)?;
+    let mut running = Vec::new();
+    for (i, program) in programs.iter().cycle().take(MANY_TENANTS).enumerate() {
+        let (tenant, _, database) = many(i);
+        let login = Login {
+            addr: ctx.my_many,
+            tenant,
+            database,
+            iterations: MANY_ITERATIONS,
+        };
+        running.push(ctx.spawn_as(*program, &format!("_many{i:02}"), ALL_AT_ONCE_LIMIT, &login)?);
+    }
+    let failures: Vec<String> = running
+        .into_iter()
+        .filter_map(|r| r.wait().err().map(|e| format!("{e:#}")))
+        .collect();
+    if !failures.is_empty() {
+        bail!(
+            "{} of {MANY_TENANTS} programs failed:\n{}",
+            failures.len(),
+            failures.join("\n\n")
+        );
+    }
+    let (opened, switches) = switched(ctx)?;
+    let switches = switches - before.1;
+    eprintln!(
+        "mymany: {switches} tenant switches, {} connections opened",
+        opened - before.0
+    );
+    anyhow::ensure!(switches > 0.0, "no connection changed tenant");
+    Ok(())
+}
+
+/// mymany's backend connections opened and switched so far, from `/metrics`.
+fn switched(ctx: &Ctx) -> Result<(f64, f64)> {
+    let r = gatehouse_testkit::http::request(ctx.admin, "GET", "/metrics", Some(ADMIN_TOKEN))?;
+    anyhow::ensure!(r.status == 200, "metrics: {} {}", r.status, r.body);
+    let sum = |name: &str| {
+        r.body
+            .lines()
+            .filter(|l| l.starts_with(name) && l.contains("cluster=\"mymany\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    Ok((
+        sum("gatehouse_database_connections_setup_succeeded_total{"),
+        sum("gatehouse_database_connections_switched_total{"),
+    ))
 }
 
 /// Two secrets share a backend user name (one for the PostgreSQL, one for
@@ -465,6 +607,7 @@ macro_rules! programs {
         const CASES: &[(&str, trials::Case<Ctx>)] = &[
             $((concat!("drivers::", stringify!($name)), $name),)*
             ("drivers::all_at_once", all_at_once),
+            ("drivers::mysql_programs_as_many_tenants_on_four_connections", many_tenants),
             ("engines::reload_keeps_each_pool_on_its_own_secret", reload_secrets),
         ];
     };
