@@ -29,6 +29,7 @@ pub mod split;
 pub mod stats;
 pub mod tenants;
 pub mod tls;
+pub mod tls_sessions;
 pub mod topology;
 pub mod upgrade;
 

@@ -39,17 +39,19 @@ impl<E: Engine> BackendShare<E> {
     /// Counts `pool` among the pools on this backend.
     pub(super) fn register(&self, pool: &Arc<Pool<E>>) {
         let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
-        pools.retain(|p| p.strong_count() > 0);
-        pools.push(Arc::downgrade(pool));
+        pools.retain(|(p, _)| p.strong_count() > 0);
+        pools.push((Arc::downgrade(pool), pool.idle_len.clone()));
     }
 
-    /// The pools on this backend that are still in use.
-    fn live_pools(&self) -> Vec<Arc<Pool<E>>> {
+    /// The pools on this backend with idle connections now (a pool with
+    /// none is passed over on its count alone).
+    fn pools_with_idle(&self) -> Vec<Arc<Pool<E>>> {
         self.pools
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter_map(Weak::upgrade)
+            .filter(|(_, idle)| idle.load(std::sync::atomic::Ordering::Relaxed) > 0)
+            .filter_map(|(p, _)| p.upgrade())
             .collect()
     }
 
@@ -58,7 +60,7 @@ impl<E: Engine> BackendShare<E> {
     /// else the one idle longest on the backend. With `None`, the one idle
     /// longest.
     pub(super) fn take_idle(&self, for_pool: Option<&Pool<E>>) -> Option<Handed<E>> {
-        let pools = self.live_pools();
+        let pools = self.pools_with_idle();
         // Another lease may empty the chosen pool between the look and the
         // take: look again (a few times; each miss means others progress).
         for _ in 0..4 {

@@ -133,6 +133,9 @@ pub struct Pool<E: Engine> {
     /// Oldest at the front: the pool reuses the connection it gave back
     /// last, and another pool takes the one idle longest.
     idle: Mutex<VecDeque<Box<Pooled<E::Conn>>>>,
+    /// Its length, readable without the lock (shared with the backend's
+    /// share, which skips pools with none idle without waking them).
+    idle_len: Arc<AtomicUsize>,
     /// Backend connections open now, idle or lent.
     open: Arc<AtomicUsize>,
     /// A switch to this pool failed since it last opened a connection:
@@ -466,16 +469,24 @@ impl<E: Engine> Pool<E> {
     }
 
     fn pop_idle(&self) -> Option<Box<Pooled<E::Conn>>> {
-        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop_back();
+        let p = self.with_idle(VecDeque::pop_back);
         if p.is_some() {
             self.share.idle_left();
         }
         p
     }
 
+    /// Changes the idle list, keeping [`Pool::idle_len`] in step.
+    fn with_idle<R>(&self, change: impl FnOnce(&mut VecDeque<Box<Pooled<E::Conn>>>) -> R) -> R {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let r = change(&mut idle);
+        self.idle_len.store(idle.len(), Ordering::Relaxed);
+        r
+    }
+
     /// Takes the connection idle longest (for another pool, or to close).
     fn pop_oldest(&self) -> Option<Box<Pooled<E::Conn>>> {
-        let p = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
+        let p = self.with_idle(VecDeque::pop_front);
         if p.is_some() {
             self.share.idle_left();
         }
@@ -496,7 +507,7 @@ impl<E: Engine> Pool<E> {
             return; // dropping closes it and frees its backend slot
         }
         p.idle_since = Instant::now();
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push_back(p);
+        self.with_idle(|idle| idle.push_back(p));
         if E::SWITCHES {
             // Leases waiting for a place get it (see `idle.rs` for the order).
             std::sync::atomic::fence(Ordering::SeqCst);
@@ -510,7 +521,7 @@ impl<E: Engine> Pool<E> {
     /// after all, where it was (idle longest), without handing it over.
     fn put_back(&self, p: Box<Pooled<E::Conn>>) {
         if self.share.idle_entered() {
-            self.idle.lock().unwrap_or_else(PoisonError::into_inner).push_front(p);
+            self.with_idle(|idle| idle.push_front(p));
         }
     }
 
@@ -518,10 +529,11 @@ impl<E: Engine> Pool<E> {
     /// how many were closed.
     pub fn sweep(&self) -> usize {
         let now = Instant::now();
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = idle.len();
-        idle.retain(|p| !self.expired(p, now));
-        let closed = before - idle.len();
+        let closed = self.with_idle(|idle| {
+            let before = idle.len();
+            idle.retain(|p| !self.expired(p, now));
+            before - idle.len()
+        });
         for _ in 0..closed {
             self.share.idle_left();
         }

@@ -71,6 +71,7 @@ impl<E: Engine> Pools<E> {
             permits: Capacity::new(cluster.pool_size as usize),
             backend_leases: backend_leases.clone(),
             idle: Mutex::new(VecDeque::new()),
+            idle_len: Arc::new(AtomicUsize::new(0)),
             open: Arc::new(AtomicUsize::new(0)),
             switch_failed: AtomicBool::new(false),
         });

@@ -31,6 +31,10 @@ use crate::config::ClusterSettings;
 use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
 
+/// A pool on the backend, with its count of idle connections (read
+/// without waking the pool).
+pub(super) type PoolEntry<E> = (Weak<Pool<E>>, Arc<AtomicUsize>);
+
 pub struct BackendShare<E: Engine> {
     backend: String,
     max_connections_percent: AtomicU32,
@@ -45,7 +49,7 @@ pub struct BackendShare<E: Engine> {
     waiting: AtomicUsize,
     /// The pools on this backend (a pool the set dropped is pruned as the
     /// list is read).
-    pub(super) pools: Mutex<Vec<Weak<Pool<E>>>>,
+    pub(super) pools: Mutex<Vec<PoolEntry<E>>>,
     /// Leases waiting for a connection to be handed to them, oldest first
     /// (engines that switch connections only).
     pub(super) handoff: Mutex<VecDeque<Waiter<E>>>,
