@@ -64,7 +64,8 @@ pg_replicas_caught_up() {
 # PostgreSQL primary, or with ENGINE=mysql the MariaDB primary. Sets
 # GH_PROXY_PID and GH_PROXY_PORT. GH_MAX_CLIENTS: the endpoint's
 # max_client_connections (20,000); GH_CLUSTER_TOML: lines added to the
-# cluster's table; GH_EXTRA_TOML: sections added at the end.
+# cluster's table; GH_ENDPOINT_TOML: lines added to the endpoint's table
+# (say, its tls); GH_EXTRA_TOML: sections added at the end.
 start_gatehouse() {
   local dir=$1 pool=$2 mode=$3 engine=${4:-postgres}
   GH_PROXY_PORT=$(free_port)
@@ -96,6 +97,7 @@ cluster = "bench"
 role = "read_write"
 pool_mode = "$mode"
 max_client_connections = ${GH_MAX_CLIENTS:-20000}
+${GH_ENDPOINT_TOML:-}
 
 [[tenants]]
 name = "$BENCH_TENANT"
@@ -253,6 +255,31 @@ pgbouncer_use_verifier() {
   printf '"%s" "%s"\n' "$BENCH_OWNER" "$verifier" >"$pdir/userlist.txt"
   kill -HUP "$PGB_PID"
   sleep 0.5
+}
+
+# pgbouncer_use_md5 DIR: PgBouncer (from start_pgbouncer) asks clients for
+# md5 (auth_type md5, the password in plain text in its auth_file, which it
+# also uses for SCRAM to the server). Reloads PgBouncer's configuration.
+pgbouncer_use_md5() {
+  local pdir=$1/pgbouncer
+  printf '"%s" "%s"\n' "$BENCH_OWNER" "$BENCH_OWNER_PW" >"$pdir/userlist.txt"
+  sed -i 's/^auth_type = .*/auth_type = md5/' "$pdir/pgbouncer.ini"
+  kill -HUP "$PGB_PID"
+  sleep 0.5
+}
+
+# md5_tenant_toml NAME: a Gatehouse tenant NAME (for GH_EXTRA_TOML) stored
+# with an md5 hash of the bench tenant's password: the same database and
+# backend credentials as the bench tenant, md5 between client and proxy.
+md5_tenant_toml() {
+  cat <<TOML
+
+[[tenants]]
+name = "$1"
+databases = ["$BENCH_DB"]
+secret = "owner"
+md5_hash = "md5$(printf '%s%s' "$BENCH_TENANT_PW" "$1" | md5sum | cut -d' ' -f1)"
+TOML
 }
 
 # sysbench_detail OUTFILE ARGS...: runs `sysbench ARGS... run` with its
@@ -423,19 +450,28 @@ sum_of() { awk -v w="$1" -v t="$2" -v tg="$3" -v col="$4" '$1 == w && $2 == t &&
 # fd_count PID: a process's open file descriptors (entries of /proc/PID/fd).
 fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
-# metric_sum FILE NAME [LABEL="VALUE"]: the sum of a metric's samples in a
-# saved /metrics page, over all labels, or those carrying LABEL="VALUE"
-# (0 when there is none).
-metric_sum() {
+# metric_total FILE NAME [LABEL="VALUE"]: the sum of a metric's samples in
+# a saved /metrics page, over all labels, or those carrying LABEL="VALUE",
+# with six decimals (seconds); "n/a" when the page has no such sample (a
+# proxy without that metric).
+metric_total() {
   awk -v name="$2" -v label="${3:-}" '
     /^#/ { next }
     {
       n = $1; sub(/\{.*/, "", n)
       if (n != name) next
       if (label != "" && index($1, label) == 0) next
-      s += $NF
+      s += $NF; seen++
     }
-    END { printf "%d\n", s }' "$1"
+    END { if (seen) printf "%.6f\n", s; else print "n/a" }' "$1"
+}
+
+# metric_sum FILE NAME [LABEL="VALUE"]: metric_total as a whole number (0
+# when there is none), for shell arithmetic.
+metric_sum() {
+  local v
+  v=$(metric_total "$@")
+  if [ "$v" = n/a ]; then echo 0; else echo "${v%.*}"; fi
 }
 
 # raise_nofile N: raises this shell's open-file limits (hard and soft) to

@@ -72,13 +72,7 @@ cluster_up "$DIR/cluster" 0 "$MAX_CONNECTIONS"
 # A second tenant stored with an md5 hash, for connect_md5: the same
 # database and backend credentials, md5 between client and proxy.
 MD5_TENANT="${BENCH_TENANT}_md5"
-GH_EXTRA_TOML="
-[[tenants]]
-name = \"$MD5_TENANT\"
-databases = [\"$BENCH_DB\"]
-secret = \"owner\"
-md5_hash = \"md5$(printf '%s%s' "$BENCH_TENANT_PW" "$MD5_TENANT" | md5sum | cut -d' ' -f1)\"
-"
+GH_EXTRA_TOML=$(md5_tenant_toml "$MD5_TENANT")
 start_gatehouse "$DIR" "$POOL" transaction
 start_pgbouncer "$DIR" "$POOL" transaction
 raise_fd_limit "$PGB_PID"
@@ -104,17 +98,6 @@ target_of() {
   if [ "${2:-}" = connect_md5 ] && [ "$1" = gatehouse ]; then
     user=$MD5_TENANT
   fi
-}
-
-# pgbouncer_use_md5: PgBouncer asks clients for md5 (auth_type md5, the
-# password in plain text in its auth_file, which it also uses for SCRAM to
-# the server), for connect_md5. Reloads PgBouncer's configuration.
-pgbouncer_use_md5() {
-  local pdir=$DIR/pgbouncer
-  printf '"%s" "%s"\n' "$BENCH_OWNER" "$BENCH_OWNER_PW" >"$pdir/userlist.txt"
-  sed -i 's/^auth_type = .*/auth_type = md5/' "$pdir/pgbouncer.ini"
-  kill -HUP "$PGB_PID"
-  sleep 0.5
 }
 
 # backend_count TARGET: the bench owner's backends (pg_stat_activity) whose
@@ -258,7 +241,7 @@ done
 for cell in "${cells[@]}"; do
   read -r w c <<<"$cell"
   if [ "$w" = connect_md5 ] && [ "$PGB_AUTH" != md5 ]; then
-    pgbouncer_use_md5
+    pgbouncer_use_md5 "$DIR"
     PGB_AUTH=md5
   fi
   for ((r = 1; r <= ROUNDS; r++)); do

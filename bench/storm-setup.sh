@@ -7,8 +7,10 @@
 # both replicas, and the load's arguments: `common` (the load but its
 # SQL, the sampling), `direct` and `through` (each target's connection strings and
 # credentials). Sets DIR, REPLICAS, GH_PROXY_PID, GH_PROXY_PORT,
-# GH_ADMIN_PORT, MAXCONN, and a trap that stops the proxy and the servers.
-# It checks ENGINE, installs what is missing and builds the binaries first.
+# GH_ADMIN_PORT, MAXCONN, and a trap that stops the proxy and the servers;
+# defines snapshot (the replicas' connection counters and Gatehouse's
+# /metrics, to take differences around a run). It checks ENGINE, installs
+# what is missing and builds the binaries first.
 case "$ENGINE" in
 mysql | postgres) ;;
 *)
@@ -204,3 +206,41 @@ else
   through=(--target "host=127.0.0.1 port=$GH_PROXY_PORT user={tenant} dbname={tenant}")
 fi
 through+=(--token "$ISSUER,$ENDPOINT,$DIR/token-hs256.secret")
+
+# replica_counters: a line per replica, "NAME OPENED FAILED", by its own
+# counters since it started: OPENED the connections that logged in, FAILED
+# those that did not (refused, bad credentials, dropped during the login).
+# MariaDB: Aborted_connects are the failed ones; Connections counts every
+# connection given a thread, those refused after it with 1040 included,
+# but not those refused at once (Connection_errors_max_connections), hence
+# OPENED = Connections + Connection_errors_max_connections - Aborted_connects.
+# PostgreSQL: pg_stat_database's sessions, summed over its databases (a
+# connection refused for want of a slot never reaches one), and FAILED "-":
+# no counter of those. Each count includes the connection that reads it. A
+# replica that does not answer gets "NAME - -".
+replica_counters() {
+  local r name port status
+  for r in "${REPLICAS[@]}"; do
+    read -r name port <<<"$r"
+    if [ "$ENGINE" = mysql ]; then
+      status=$(mariadb -h 127.0.0.1 -P "$port" -u "$SU_USER" -p"$SU_PW" --skip-ssl -N -B -e "SHOW GLOBAL STATUS
+        WHERE Variable_name IN ('Connections', 'Aborted_connects', 'Connection_errors_max_connections')") || status=
+      awk -v name="$name" 'NF { v[$1] = $2; n++ } END {
+        failed = v["Aborted_connects"]
+        if (n) print name, v["Connections"] + v["Connection_errors_max_connections"] - failed, failed + 0
+        else print name, "-", "-" }' <<<"$status"
+    else
+      PGPASSWORD=$SU_PW psql -X -At -F ' ' -h 127.0.0.1 -p "$port" -U "$SU_USER" -d postgres \
+        -c "SELECT '$name', coalesce(sum(sessions), 0), '-' FROM pg_stat_database" || echo "$name - -"
+    fi
+  done
+}
+
+# snapshot NAME: the replicas' counters (replica_counters) into
+# $DIR/runs/NAME.replicas and Gatehouse's /metrics page into
+# $DIR/runs/NAME.metrics (empty when it did not answer).
+snapshot() {
+  replica_counters >"$DIR/runs/$1.replicas"
+  curl -fsS --max-time 5 "http://127.0.0.1:$GH_ADMIN_PORT/metrics" >"$DIR/runs/$1.metrics" 2>/dev/null ||
+    : >"$DIR/runs/$1.metrics"
+}

@@ -2,8 +2,9 @@
 //! one the baseline) and each target's rounds merged into one set of
 //! numbers: requests and requests/s, latency percentiles from the merged
 //! histograms (exact) or the median of the rounds' own, failures by code,
-//! the counted servers' connections, and the watched servers' and proxy's
-//! CPU and RSS.
+//! the counted servers' connections, the watched servers' and proxy's CPU
+//! and RSS, and how evenly the tenants were served (each tenant's p99 from
+//! its rounds' histograms added up).
 
 use std::collections::BTreeMap;
 
@@ -63,6 +64,50 @@ pub struct Merged {
     pub proxy_cpu: Option<Cpu>,
     /// RSS of the proxy processes summed each second, the highest.
     pub proxy_rss_peak_bytes: Option<f64>,
+    /// The tenants' p99s, when the runs kept each tenant's latencies.
+    pub fairness: Option<Fairness>,
+}
+
+/// How evenly tenants were served: the p99 of each tenant's successful
+/// requests, compared across tenants and to the p99 of all requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fairness {
+    /// Tenants with a successful request (the others have no p99).
+    pub tenants: usize,
+    pub p99_median_ms: f64,
+    pub p99_worst_ms: f64,
+    /// The tenant with the worst p99.
+    pub worst: String,
+    /// Tenants whose p99 is above twice the overall p99.
+    pub over_twice_overall: usize,
+}
+
+/// The tenants' p99s (`(name, histogram of µs)`) against `overall_p99_ms`
+/// (`None`: none above it is counted); `None` when no tenant has a
+/// successful request.
+pub fn fairness<'a>(
+    tenants: impl IntoIterator<Item = (&'a str, &'a BTreeMap<u64, u64>)>,
+    overall_p99_ms: Option<f64>,
+) -> Option<Fairness> {
+    let p99s: Vec<(&str, f64)> = tenants
+        .into_iter()
+        .filter_map(|(name, h)| Some((name, from_histogram(h).p99?)))
+        .collect();
+    let (worst, p99_worst_ms) = p99s.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(Fairness {
+        tenants: p99s.len(),
+        p99_median_ms: median(p99s.iter().map(|(_, p)| *p).collect())?,
+        p99_worst_ms,
+        worst: worst.to_owned(),
+        over_twice_overall: overall_p99_ms.map_or(0, |o| p99s.iter().filter(|(_, p)| *p > 2.0 * o).count()),
+    })
+}
+
+/// Adds a histogram's `[value, count]` buckets into `into`.
+fn add_buckets(into: &mut BTreeMap<u64, u64>, buckets: &[(u64, u64)]) {
+    for &(value, n) in buckets {
+        *into.entry(value).or_insert(0) += n;
+    }
 }
 
 /// Groups runs by target in first-seen order.
@@ -112,6 +157,12 @@ pub fn merge(runs: &[&Run]) -> Merged {
         .collect();
     let proxy_rss = per_second(runs, Role::Proxy, |p| p.rss_bytes);
     let failures: u64 = runs.iter().map(|r| r.summary.failures).sum();
+    let latency = latency(runs);
+    let mut tenants: BTreeMap<&str, BTreeMap<u64, u64>> = BTreeMap::new();
+    for t in runs.iter().flat_map(|r| &r.tenants) {
+        add_buckets(tenants.entry(t.name.as_str()).or_default(), &t.histogram);
+    }
+    let fairness = fairness(tenants.iter().map(|(n, h)| (*n, h)), latency.p99);
     Merged {
         rounds: runs.len(),
         requests,
@@ -121,7 +172,7 @@ pub fn merge(runs: &[&Run]) -> Merged {
         } else {
             0.0
         },
-        latency: latency(runs),
+        latency,
         failures,
         failures_by_code,
         connections_peak: connections.iter().copied().reduce(f64::max),
@@ -131,6 +182,7 @@ pub fn merge(runs: &[&Run]) -> Merged {
         backend_cpu: cpu(runs, Role::Server, requests.saturating_sub(failures)),
         proxy_cpu: cpu(runs, Role::Proxy, requests.saturating_sub(failures)),
         proxy_rss_peak_bytes: proxy_rss.into_iter().reduce(f64::max),
+        fairness,
     }
 }
 
@@ -183,9 +235,7 @@ fn latency(runs: &[&Run]) -> Latency {
     if let Some(histograms) = histograms.filter(|h| !h.is_empty()) {
         let mut merged: BTreeMap<u64, u64> = BTreeMap::new();
         for h in histograms {
-            for &(value, n) in h {
-                *merged.entry(value).or_insert(0) += n;
-            }
+            add_buckets(&mut merged, h);
         }
         return from_histogram(&merged);
     }
@@ -240,7 +290,7 @@ pub fn from_histogram(h: &BTreeMap<u64, u64>) -> Latency {
 
 #[cfg(test)]
 mod tests {
-    use super::super::run::{Proc, Second, Summary};
+    use super::super::run::{Proc, Second, Summary, TenantRun};
     use super::*;
 
     fn run(target: &str, requests: u64, duration_s: f64) -> Run {
@@ -365,6 +415,30 @@ mod tests {
         let m = merge(&[&a]);
         assert_eq!((m.connections_peak, m.connections_mean), (Some(10.0), Some(6.0)));
         assert_eq!(merge(&[&run("t", 1, 1.0)]).connections_peak, None);
+    }
+
+    #[test]
+    fn tenants_merge_over_rounds_and_compare_their_p99_to_the_overall() {
+        let tenant = |name: &str, ms: &[u64]| TenantRun {
+            name: name.to_owned(),
+            requests: ms.len() as u64,
+            failures: 0,
+            histogram: ms.iter().map(|m| (m * 1000, 1)).collect(),
+        };
+        let mut a = run("t", 10, 1.0);
+        a.tenants = vec![tenant("t000", &[1, 2]), tenant("t001", &[3]), tenant("t002", &[])];
+        a.histogram = Some(vec![(1000, 1), (2000, 1), (3000, 1)]);
+        let mut b = run("t", 10, 1.0);
+        b.tenants = vec![tenant("t001", &[9])];
+        b.histogram = Some(vec![(9000, 1)]);
+        let f = merge(&[&a, &b]).fairness.unwrap_or_default();
+        // t000: p99 2 ms; t001 (both rounds): 9 ms; t002 nothing; overall p99 9 ms.
+        assert_eq!((f.tenants, f.p99_median_ms, f.p99_worst_ms), (2, 5.5, 9.0));
+        assert_eq!((f.worst.as_str(), f.over_twice_overall), ("t001", 0));
+        let one = BTreeMap::from([(50_000, 1)]);
+        let f = fairness([("x", &one)], Some(20.0));
+        assert_eq!(f.map(|f| f.over_twice_overall), Some(1));
+        assert_eq!(merge(&[&run("t", 1, 1.0)]).fairness, None);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! One run as the report reads it: the JSON that `gatehouse-loadgen load
 //! --json` (or `observe --json`, around sysbench or pgbench) writes, parsed
 //! into plain values. Fields added after the first version (`round`,
-//! `mean_ms`, `latency_histogram_us`, `watched`, process roles, `metrics`)
-//! are optional, and so are the latency percentiles and maximum, of the
+//! `mean_ms`, `latency_histogram_us`, `watched`, process roles, `metrics`,
+//! `tenants`) are optional, and so are the latency percentiles and maximum, of the
 //! run and of each second (a tool that does not give one leaves it out:
 //! absent, never 0); anything else missing is an error naming the field.
 
@@ -82,6 +82,16 @@ impl Second {
     }
 }
 
+/// One tenant's requests in a run, and its successful requests' latencies.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TenantRun {
+    pub name: String,
+    pub requests: u64,
+    pub failures: u64,
+    /// `[value_us, count]`.
+    pub histogram: Vec<(u64, u64)>,
+}
+
 /// One run of `load` against one target.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Run {
@@ -107,6 +117,8 @@ pub struct Run {
     /// Proxy metrics sampled.
     pub metrics: Vec<String>,
     pub seconds: Vec<Second>,
+    /// Each tenant's, when the run had tenants.
+    pub tenants: Vec<TenantRun>,
 }
 
 fn field<'a>(v: &'a Value, key: &str) -> Result<&'a Value> {
@@ -207,6 +219,19 @@ impl Run {
         for (i, sec) in array(v, "seconds").iter().enumerate() {
             seconds.push(parse_second(sec, i, &watched).with_context(|| format!("second {}", i + 1))?);
         }
+        let tenants = array(v, "tenants")
+            .iter()
+            .map(|t| {
+                let name = text(t, "name")?;
+                Ok(TenantRun {
+                    requests: count(t, "requests")?,
+                    failures: count(t, "failures")?,
+                    histogram: parse_histogram(field(t, "latency_histogram_us")?)
+                        .with_context(|| format!("tenant {name}"))?,
+                    name,
+                })
+            })
+            .collect::<Result<_>>()?;
         Ok(Run {
             source: source.to_owned(),
             target: text(v, "target")?,
@@ -221,6 +246,7 @@ impl Run {
             metrics: names(v, "metrics"),
             watched,
             seconds,
+            tenants,
         })
     }
 }
@@ -345,6 +371,18 @@ pub(crate) mod tests {
         assert_eq!(roles, [Role::Proxy, Role::Proxy]);
         assert_eq!(run.seconds[1].processes[0].role, Role::Server);
         assert_eq!(run.seconds[0].metrics, [("gatehouse_pool_size".to_owned(), Some(7.0))]);
+        assert!(run.tenants.is_empty());
+        v["tenants"] = json!([{"name": "t000", "requests": 3, "failures": 1, "latency_histogram_us": [[900, 2]]}]);
+        let run = Run::parse(&v, "b.json")?;
+        let expected = TenantRun {
+            name: "t000".to_owned(),
+            requests: 3,
+            failures: 1,
+            histogram: vec![(900, 2)],
+        };
+        assert_eq!(run.tenants, [expected]);
+        v["tenants"][0]["latency_histogram_us"] = json!([[1]]);
+        assert!(Run::parse(&v, "b.json").is_err());
         Ok(())
     }
 

@@ -78,6 +78,24 @@ pub const KEYS: &[Key] = &[
         value: |m| m.latency.mean,
     },
     Key {
+        id: "tenant_p99_median_ms",
+        label: "per-tenant p99, median",
+        unit: Unit::Ms,
+        value: |m| m.fairness.as_ref().map(|f| f.p99_median_ms),
+    },
+    Key {
+        id: "tenant_p99_worst_ms",
+        label: "per-tenant p99, worst",
+        unit: Unit::Ms,
+        value: |m| m.fairness.as_ref().map(|f| f.p99_worst_ms),
+    },
+    Key {
+        id: "tenants_p99_over_twice_overall",
+        label: "tenants with a p99 over 2× the p99",
+        unit: Unit::Count,
+        value: |m| m.fairness.as_ref().map(|f| f.over_twice_overall as f64),
+    },
+    Key {
         id: "failures",
         label: "failures",
         unit: Unit::Count,
@@ -269,6 +287,8 @@ pub fn json(title: &str, config: &[(String, String)], targets: &[Target]) -> Val
                 "rounds": t.merged.rounds,
                 "duration_s": t.merged.duration_s,
                 "latency_from": if t.merged.latency.exact { "merged_histograms" } else { "median_of_rounds" },
+                "tenants_with_p99": t.merged.fairness.as_ref().map(|f| f.tenants),
+                "tenant_p99_worst": t.merged.fairness.as_ref().map(|f| f.worst.clone()),
                 "files": t.runs.iter().map(|(_, r)| r.source.clone()).collect::<Vec<_>>(),
                 "values": values,
                 "ratios": ratios,

@@ -10,8 +10,9 @@
 //! client connections counted, the proxy's metrics read, and a progress
 //! line is printed. With tenants, each request (or each user, on its own
 //! connection) logs in as a random tenant, and the request's SQL may name
-//! it and random ids ([`scenario`]). The report ([`report`]) is a table and
-//! a JSON document with every second.
+//! it and random ids ([`scenario`]); each tenant's latencies are kept too,
+//! to show one served worse than the others. The report ([`report`]) is a
+//! table and a JSON document with every second and every tenant.
 
 pub mod client;
 pub mod conns;
@@ -22,6 +23,7 @@ pub mod report;
 pub mod scenario;
 pub mod tenants;
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -81,6 +83,8 @@ pub struct LoadReport {
     pub counted: Vec<String>,
     /// The proxy metrics' series sampled.
     pub metrics: Vec<String>,
+    /// The tenants' names, in the order of `measured.tenants`.
+    pub tenants: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -103,6 +107,19 @@ pub async fn run(
     progress: bool,
 ) -> LoadReport {
     tenants.sort_by_key(|t| t.from);
+    // A tenant reached through several targets is one tenant in the
+    // measurements: `slots[i]` is tenant `i`'s place among the names.
+    let mut names: Vec<String> = Vec::new();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let slots: Vec<usize> = tenants
+        .iter()
+        .map(|t| {
+            *seen.entry(t.name.as_str()).or_insert_with(|| {
+                names.push(t.name.clone());
+                names.len() - 1
+            })
+        })
+        .collect();
     let Watch {
         processes: mut sampler,
         servers: mut counted,
@@ -111,15 +128,17 @@ pub async fn run(
     let engine = tenants.first().map_or("none", |t| t.target.engine());
     let start = Instant::now();
     let deadline = start + plan.duration;
-    let recorder = Arc::new(Recorder::new(start));
+    let recorder = Arc::new(Recorder::new(start, names.len()));
     let active = Arc::new(AtomicU32::new(0));
     let tenants = Arc::new(tenants);
+    let slots = Arc::new(slots);
     let sql = Arc::new(sql);
     let spawner = {
-        let (recorder, active, tenants, plan, sql) = (
+        let (recorder, active, tenants, slots, plan, sql) = (
             recorder.clone(),
             active.clone(),
             tenants.clone(),
+            slots.clone(),
             plan.clone(),
             sql.clone(),
         );
@@ -139,6 +158,7 @@ pub async fn run(
                 let user = User {
                     start,
                     tenants: tenants.clone(),
+                    slots: slots.clone(),
                     recorder: recorder.clone(),
                     sql: sql.clone(),
                     plan: plan.clone(),
@@ -198,6 +218,7 @@ pub async fn run(
         watched: sampler.watched().to_vec(),
         counted: counted.iter().map(|c| c.name.clone()).collect(),
         metrics: scraper.map_or_else(Vec::new, |s| s.series.iter().map(|m| m.shown.clone()).collect()),
+        tenants: names,
         elapsed,
     }
 }
@@ -207,6 +228,8 @@ struct User {
     start: Instant,
     /// Ordered by `from` ([`run`]'s contract).
     tenants: Arc<Vec<Tenant>>,
+    /// Each tenant's place in the recorder (its name's).
+    slots: Arc<Vec<usize>>,
     recorder: Arc<Recorder>,
     sql: Arc<Sql>,
     plan: Plan,
@@ -243,7 +266,8 @@ impl User {
             if failed {
                 conn = None;
             }
-            self.recorder.record(began.elapsed(), outcome);
+            let slot = self.slots.get(tenant).copied().unwrap_or(usize::MAX);
+            self.recorder.record(began.elapsed(), outcome, slot);
             let pause = if failed {
                 self.plan.think.max(FAILURE_BACKOFF)
             } else {

@@ -1,7 +1,7 @@
 //! What a load run measured: every request's latency in HDR histograms,
-//! one per second of the run and one overall, with requests, failures by
-//! code (and the first message of each), the virtual users active, and the
-//! watched processes' samples of each second.
+//! one per second of the run, one per tenant and one overall, with
+//! requests, failures by code (and the first message of each), the virtual
+//! users active, and the watched processes' samples of each second.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
@@ -16,7 +16,8 @@ use super::procs::ProcSample;
 const HIGHEST_US: u64 = 3_600_000_000;
 /// Significant figures of the overall histogram (within 0.1 %).
 const OVERALL_SIGFIG: u8 = 3;
-/// Significant figures of each second's (within 1 %, a few KiB each).
+/// Significant figures of each second's and each tenant's (within 1 %, a
+/// few KiB each).
 const SECOND_SIGFIG: u8 = 2;
 
 /// One second of the run.
@@ -56,11 +57,31 @@ impl Percentiles {
     }
 }
 
+/// One tenant's requests over the run (a target without tenants is one
+/// tenant), so that a tenant served worse than the others shows.
+pub struct TenantLatency {
+    pub requests: u64,
+    pub failures: u64,
+    /// Its successful requests' latencies.
+    pub latency: Histogram<u64>,
+}
+
+impl TenantLatency {
+    fn new() -> Self {
+        Self {
+            requests: 0,
+            failures: 0,
+            latency: histogram(SECOND_SIGFIG),
+        }
+    }
+}
+
 struct Inner {
     seconds: Vec<Second>,
     overall: Histogram<u64>,
     requests: u64,
     failures: BTreeMap<String, (u64, String)>,
+    tenants: Vec<TenantLatency>,
 }
 
 /// Shared by the virtual users (one short lock per request).
@@ -78,7 +99,8 @@ fn histogram(sigfig: u8) -> Histogram<u64> {
 }
 
 impl Recorder {
-    pub fn new(start: Instant) -> Self {
+    /// A recorder for a run of `tenants` tenants (indices `0..tenants`).
+    pub fn new(start: Instant, tenants: usize) -> Self {
         Self {
             start,
             inner: Mutex::new(Inner {
@@ -86,6 +108,7 @@ impl Recorder {
                 overall: histogram(OVERALL_SIGFIG),
                 requests: 0,
                 failures: BTreeMap::new(),
+                tenants: (0..tenants).map(|_| TenantLatency::new()).collect(),
             }),
         }
     }
@@ -105,14 +128,22 @@ impl Recorder {
         &mut inner.seconds[i]
     }
 
-    /// One request that ended now, after `took`: its latency when it
-    /// succeeded, its failure otherwise (failed requests' latencies are
-    /// not mixed into the percentiles).
-    pub fn record(&self, took: Duration, outcome: Result<(), Failure>) {
+    /// One request of tenant `tenant` that ended now, after `took`: its
+    /// latency when it succeeded, its failure otherwise (failed requests'
+    /// latencies are not mixed into the percentiles). A tenant outside the
+    /// recorder's counts only in the totals.
+    pub fn record(&self, took: Duration, outcome: Result<(), Failure>, tenant: usize) {
         let i = self.start.elapsed().as_secs() as usize;
         let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX).clamp(1, HIGHEST_US);
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.requests += 1;
+        if let Some(t) = inner.tenants.get_mut(tenant) {
+            t.requests += 1;
+            match &outcome {
+                Ok(()) => t.latency.saturating_record(us),
+                Err(_) => t.failures += 1,
+            }
+        }
         match outcome {
             Ok(()) => {
                 inner.overall.saturating_record(us);
@@ -164,9 +195,9 @@ impl Recorder {
 
     /// Everything measured, for the report: the seconds (the first
     /// `keep`: the run's, not the tail of requests still in flight at its
-    /// end), the overall histogram, requests, and failures by code with
-    /// their first message. Takes them out: a user still finishing a
-    /// request records into an empty recorder.
+    /// end), the overall histogram, requests, failures by code with their
+    /// first message, and each tenant's. Takes them out: a user still
+    /// finishing a request records into an empty recorder.
     pub fn finish(&self, keep: usize) -> Measured {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let mut seconds = std::mem::take(&mut inner.seconds);
@@ -176,6 +207,7 @@ impl Recorder {
             overall: std::mem::replace(&mut inner.overall, histogram(OVERALL_SIGFIG)),
             requests: std::mem::take(&mut inner.requests),
             failures: std::mem::take(&mut inner.failures),
+            tenants: std::mem::take(&mut inner.tenants),
         }
     }
 }
@@ -185,6 +217,8 @@ pub struct Measured {
     pub overall: Histogram<u64>,
     pub requests: u64,
     pub failures: BTreeMap<String, (u64, String)>,
+    /// By tenant index.
+    pub tenants: Vec<TenantLatency>,
 }
 
 #[cfg(test)]
@@ -193,13 +227,13 @@ mod tests {
 
     #[test]
     fn requests_land_in_their_second_and_failures_by_code() {
-        let r = Recorder::new(Instant::now());
+        let r = Recorder::new(Instant::now(), 2);
         for ms in [1, 2, 3, 4, 100] {
-            r.record(Duration::from_millis(ms), Ok(()));
+            r.record(Duration::from_millis(ms), Ok(()), usize::from(ms == 100));
         }
-        r.record(Duration::from_millis(5), Err(Failure::new("42601", "syntax error")));
-        r.record(Duration::from_millis(5), Err(Failure::new("42601", "another")));
-        r.record(Duration::from_millis(5), Err(Failure::new("connect", "refused")));
+        r.record(Duration::from_millis(5), Err(Failure::new("42601", "syntax error")), 0);
+        r.record(Duration::from_millis(5), Err(Failure::new("42601", "another")), 1);
+        r.record(Duration::from_millis(5), Err(Failure::new("connect", "refused")), 7);
         r.tick(0, 3, Vec::new(), vec![Some(4)], vec![Some(2.0)]);
         let (requests, failures, p) = r.second(0);
         assert_eq!((requests, failures), (8, 3));
@@ -212,5 +246,12 @@ mod tests {
         assert_eq!(m.seconds[0].users, 3);
         assert_eq!(m.seconds[0].connections, [Some(4)]);
         assert_eq!(m.seconds[0].metrics, [Some(2.0)]);
+        let tenants: Vec<(u64, u64, u64)> = m
+            .tenants
+            .iter()
+            .map(|t| (t.requests, t.failures, t.latency.len()))
+            .collect();
+        assert_eq!(tenants, [(5, 1, 4), (2, 1, 1)], "tenant 7 is outside: totals only");
+        assert!(m.tenants[1].latency.max() >= 99_000);
     }
 }

@@ -1,14 +1,19 @@
 //! A finished run's report: the terminal table and the JSON document (the
 //! plan, the summary, the overall latency histogram for exact merging of
-//! rounds, failures by code, and every second with its percentiles, the
-//! watched processes, the counted connections and the proxy's metrics),
-//! which `gatehouse-loadgen report` puts side by side.
+//! rounds, failures by code, every second with its percentiles, the
+//! watched processes, the counted connections and the proxy's metrics, and
+//! with tenants each tenant's requests and latency histogram), which
+//! `gatehouse-loadgen report` puts side by side.
 
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
 use super::LoadReport;
 use super::procs::{ProcSample, Watched};
 use super::record::Percentiles;
+use crate::html::merge::{fairness, from_histogram};
 
 /// One second's samples as the run's JSON has them, each with its name:
 /// the watched processes, the counted servers' connections and the proxy's
@@ -88,6 +93,19 @@ pub fn sampled_table(seconds: &[Sampled<'_>], watched: &[Watched], counted: &[St
     out
 }
 
+/// A histogram's recorded buckets, `value_us → count` (the value each
+/// bucket's latencies are counted at).
+pub fn buckets(h: &Histogram<u64>) -> BTreeMap<u64, u64> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+/// Buckets as the JSON has them: `[[value_us, count], ...]`.
+fn buckets_json(h: &Histogram<u64>) -> Value {
+    buckets(h).into_iter().map(|(v, n)| json!([v, n])).collect()
+}
+
 impl LoadReport {
     /// Requests per second over the run.
     pub fn rps(&self) -> f64 {
@@ -154,6 +172,9 @@ impl LoadReport {
         for (code, (n, first)) in &self.measured.failures {
             out.push_str(&format!("  failed {n} x {code}: {first}\n"));
         }
+        if self.plan.tenants > 0 {
+            out.push_str(&self.fairness_line());
+        }
         let seconds: Vec<Sampled<'_>> = self
             .measured
             .seconds
@@ -162,6 +183,21 @@ impl LoadReport {
             .collect();
         out.push_str(&sampled_table(&seconds, &self.watched, &self.counted, &self.metrics));
         out
+    }
+
+    /// How evenly the tenants were served: the median and worst of their
+    /// p99s, and how many are above twice the p99 of all requests.
+    fn fairness_line(&self) -> String {
+        let per_tenant: Vec<BTreeMap<u64, u64>> = self.measured.tenants.iter().map(|t| buckets(&t.latency)).collect();
+        let overall = from_histogram(&buckets(&self.measured.overall)).p99;
+        let named = self.tenants.iter().map(String::as_str).zip(&per_tenant);
+        match fairness(named, overall) {
+            None => "  per tenant: no successful request\n".to_owned(),
+            Some(f) => format!(
+                "  per tenant ({} with a successful request): p99 median {:.2} ms, worst {:.2} ms ({}), {} over 2× the p99 of all\n",
+                f.tenants, f.p99_median_ms, f.p99_worst_ms, f.worst, f.over_twice_overall
+            ),
+        }
     }
 
     /// The whole run as JSON.
@@ -192,12 +228,21 @@ impl LoadReport {
             .iter()
             .map(|(code, (n, first))| (code.clone(), json!({ "count": n, "first": first })))
             .collect();
-        let histogram: Vec<[u64; 2]> = self
-            .measured
-            .overall
-            .iter_recorded()
-            .map(|v| [v.value_iterated_to(), v.count_at_value()])
-            .collect();
+        let histogram = buckets_json(&self.measured.overall);
+        let tenants: Vec<Value> = if self.plan.tenants == 0 {
+            Vec::new()
+        } else {
+            self.tenants
+                .iter()
+                .zip(&self.measured.tenants)
+                .map(|(name, t)| {
+                    json!({
+                        "name": name, "requests": t.requests, "failures": t.failures,
+                        "latency_histogram_us": buckets_json(&t.latency),
+                    })
+                })
+                .collect()
+        };
         let watched: Vec<Value> = self
             .watched
             .iter()
@@ -226,6 +271,7 @@ impl LoadReport {
             "counted": self.counted,
             "metrics": self.metrics,
             "seconds": seconds,
+            "tenants": tenants,
         })
     }
 }
