@@ -240,6 +240,9 @@ replica_counters() {
 # $DIR/runs/NAME.replicas and Gatehouse's /metrics page into
 # $DIR/runs/NAME.metrics (empty when it did not answer).
 snapshot() {
+  # The machine's CPU time (user nice system idle iowait irq softirq steal,
+  # in clock ticks) and the time, for the bound a run meets (storm.sh).
+  echo "$(date +%s.%N) $(head -1 /proc/stat)" >"$DIR/runs/$1.stat"
   replica_counters >"$DIR/runs/$1.replicas"
   curl -fsS --max-time 5 "http://127.0.0.1:$GH_ADMIN_PORT/metrics" >"$DIR/runs/$1.metrics" 2>/dev/null ||
     : >"$DIR/runs/$1.metrics"

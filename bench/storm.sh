@@ -170,9 +170,32 @@ costs() {
     done
     echo "  Gatehouse CPU: $(quot "$(summary_of "$t" proxy_cpu_core_s_per_1k)" 1) core-s per 1,000 successful requests"
   fi
+  bound "$t" "$ok"
   echo "  per tenant ($(summary_of "$t" tenants_with_p99) with a successful request): p99 median $(quot "$(summary_of "$t" tenant_p99_median_ms)" 1) ms," \
     "worst $(quot "$(summary_of "$t" tenant_p99_worst_ms)" 1) ms ($(summary_of "$t" tenant_p99_worst));" \
     "$(summary_of "$t" tenants_p99_over_twice_overall) over twice the p99 of all ($(quot "$(summary_of "$t" p99_ms)" 1) ms)"
+}
+
+# bound TARGET OK: the machine's CPU (every process: servers, proxy, load
+# generator, the kernel's loopback work) per successful request over
+# TARGET's runs, the most successful requests a second the machine's cores
+# allow at that cost, and the mean latency a closed loop of USERS users
+# thinking THINK ms then has at best (Little's law: N = X (R + Z)).
+bound() {
+  local t=$1 ok=$2 r
+  for ((r = 1; r <= ROUNDS; r++)); do
+    [ -s "$DIR/runs/$t-$r.before.stat" ] && [ -s "$DIR/runs/$t-$r.after.stat" ] || return 0
+  done
+  for ((r = 1; r <= ROUNDS; r++)); do
+    paste "$DIR/runs/$t-$r.before.stat" "$DIR/runs/$t-$r.after.stat"
+  done | awk -v ok="$ok" -v cores="$(nproc)" -v hz="$(getconf CLK_TCK)" -v users="$USERS" -v think="$THINK" '
+    { n = NF / 2; busy = 0; idle = 0
+      for (i = 3; i <= n; i++) { d = $(n + i) - $i; if (i == 6 || i == 7) idle += d; else if (i <= 10) busy += d }
+      secs += $(n + 1) - $1; b += busy / hz; all += (busy + idle) / hz }
+    END { if (ok <= 0 || secs <= 0) exit
+      per = b / ok; max = cores / per; r = users / max - think / 1000
+      printf "  machine: %.2f of %d cores busy, %.3f core-ms per successful request: at most %.0f successful requests/s on %d cores,\n", b / secs, cores, per * 1000, max, cores
+      printf "    where %d users thinking %d ms wait at least %.0f ms a request on average\n", users, think, (r > 0 ? r : 0) * 1000 }'
 }
 
 # goal LABEL VALUE OP LIMIT: one of the issue's targets, PASS or MISS.
