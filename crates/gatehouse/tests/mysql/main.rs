@@ -218,6 +218,9 @@ pub const TENANTS: &[(&str, &str, &str)] = &[
     ("erin", "erin-pw", "\"app1\""),
     // Reaches the cluster through the proxy's own "sha2" endpoint as carol.
     ("chained", "chained-pw", "\"app1\""),
+    // gina: the "sha2" endpoint's user for chained2, through the chain.
+    ("gina", "gina-pw", "\"app1\""),
+    ("chained2", "chained2-pw", "\"app1\""),
 ];
 
 fn config_text(cluster: &Cluster, dir: &Path, sha2_port: u16) -> Result<String> {
@@ -331,10 +334,31 @@ listen = "127.0.0.1:0"
 cluster = "mychain"
 role = "read_write"
 
+# The same backend for the tenant-switch case alone (its pools and share
+# apart from the chain's).
+[[clusters]]
+name = "mychainsw"
+engine = "mysql"
+backends = ["127.0.0.1:{sha2_port}"]
+monitor_secret = "via_sha2_monitor"
+health_check_interval = "1s"
+pool = {{ size = 2, borrow_timeout = "5s" }}
+
+[[endpoints]]
+name = "chainsw"
+listen = "127.0.0.1:0"
+cluster = "mychainsw"
+role = "read_write"
+
 [[secrets]]
 name = "via_sha2"
 user = "carol"
 password = "carol-pw"
+
+[[secrets]]
+name = "via_sha2_gina"
+user = "gina"
+password = "gina-pw"
 
 [[secrets]]
 name = "via_sha2_monitor"
@@ -382,7 +406,11 @@ password = "{OWNER_PW}"
     );
     for (name, pw, dbs) in TENANTS {
         let hash = native_password::format_stored(&native_password::stored_hash(pw.as_bytes()));
-        let secret = if *name == "chained" { "via_sha2" } else { "owner" };
+        let secret = match *name {
+            "chained" => "via_sha2",
+            "chained2" => "via_sha2_gina",
+            _ => "owner",
+        };
         text.push_str(&format!(
             "\n[[tenants]]\nname = \"{name}\"\ndatabases = [{dbs}]\nsecret = \"{secret}\"\nmysql_native_password = \"{hash}\"\n"
         ));
@@ -458,10 +486,12 @@ fn setup() -> Result<Arc<Ctx>> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (endpoints, core) = rt.block_on(async {
         let app = gatehouse::App::bind(settings).await?;
-        let endpoints = ["rw", "ro", "small", "kill", "sess", "tok", "sha2", "chain", "ed"]
-            .iter()
-            .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
-            .collect::<Vec<_>>();
+        let endpoints = [
+            "rw", "ro", "small", "kill", "sess", "tok", "sha2", "chain", "chainsw", "ed",
+        ]
+        .iter()
+        .map(|n| (n.to_string(), app.local_addr(n).unwrap_or_else(|| panic!("{n}"))))
+        .collect::<Vec<_>>();
         let core = app.mysql_core();
         tokio::spawn(gatehouse::run(app, async {
             let _ = rx.await;

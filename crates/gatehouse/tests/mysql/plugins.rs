@@ -15,6 +15,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("plugins::caching_sha2_rsa_then_fast_path", rsa_then_fast),
         ("plugins::mysql_cli_caching_sha2_over_plain_tcp", mysql_cli),
         ("plugins::backend_logins_through_caching_sha2", backend_chain),
+        (
+            "plugins::a_tenant_switch_follows_the_servers_auth_switch_inside_com_change_user",
+            switch_chain,
+        ),
         ("plugins::mysql_cli_client_ed25519", ed25519_cli),
     ]
 }
@@ -113,6 +117,75 @@ fn backend_chain(ctx: &Ctx) -> Result<()> {
         b.query_drop("COMMIT").await?;
         a.disconnect().await?;
         b.disconnect().await?;
+        Ok(())
+    })
+}
+
+/// Two tenants of the "chainsw" endpoint log in to its backend (the
+/// proxy's own "sha2" endpoint, which greets with caching_sha2_password) as
+/// carol and as gina: taking turns, each finds the other's connection idle
+/// and moves it with COM_CHANGE_USER. The first answer is computed for the
+/// greeting's caching_sha2_password; the "sha2" endpoint answers a
+/// COM_CHANGE_USER with an auth switch (a fresh nonce, its own choice of
+/// plugin), which the switch follows. One connection is opened; every later
+/// turn is a switch, and none fails.
+fn switch_chain(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while ctx
+            .core
+            .topology
+            .cluster("mychainsw")
+            .and_then(|c| c.writer())
+            .is_none()
+        {
+            ensure!(
+                std::time::Instant::now() < deadline,
+                "the chain's backend never came up"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let counts = || {
+            ctx.core
+                .pools
+                .backend_connects()
+                .iter()
+                .filter(|b| b.cluster == "mychainsw")
+                .fold((0, 0, 0), |a, b| {
+                    (a.0 + b.switched, a.1 + b.switch_failed, a.2 + b.opened)
+                })
+        };
+        // The chain's pools are idle between turns: each turn's lease takes
+        // the connection the other tenant gave back.
+        let settle = || async {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while ctx
+                .core
+                .pools
+                .all()
+                .iter()
+                .any(|p| p.key().cluster == "mychainsw" && p.leased_count() > 0)
+            {
+                ensure!(std::time::Instant::now() < deadline, "a chain connection stays lent");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            anyhow::Ok(())
+        };
+        for turn in 0..4 {
+            let (tenant, pw) = if turn % 2 == 0 {
+                ("chained", "chained-pw")
+            } else {
+                ("chained2", "chained2-pw")
+            };
+            settle().await?;
+            let mut c = ctx.conn("chainsw", tenant, pw, "app1").await?;
+            let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 1").await?;
+            ensure!(v.as_deref() == Some("one"), "{tenant}: {v:?}");
+            c.disconnect().await?;
+        }
+        let (switched, failed, opened) = counts();
+        ensure!(failed == 0, "{failed} switches failed");
+        ensure!(opened == 1 && switched == 3, "opened {opened}, switched {switched}");
         Ok(())
     })
 }
