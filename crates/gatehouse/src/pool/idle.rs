@@ -4,7 +4,8 @@
 //! longest, so the connections of the tenants busy now are kept), and the
 //! hand-over of connections to the leases waiting for a place, first come,
 //! first served across pools (engines that switch connections between
-//! tenants, [`crate::engine::Engine::SWITCHES`]).
+//! tenants, [`crate::engine::Engine::SWITCHES`]), and the switch that
+//! makes another pool's connection a lease's own ([`Pool::adopt`]).
 //!
 //! Ordering: a lease that starts to wait is queued, counted (sequentially
 //! consistent) and then looks at the idle connections; a connection coming
@@ -18,8 +19,11 @@ use std::sync::{Arc, PoisonError, Weak};
 
 use tokio::sync::oneshot;
 
-use super::{BackendShare, Pool, Pooled};
-use crate::engine::Engine;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::{BackendShare, OpenMark, Phase, Pool, Pooled};
+use crate::engine::{Engine, SwitchError};
 
 /// A connection taken from the idle list of `from`.
 pub(super) struct Handed<E: Engine> {
@@ -119,5 +123,60 @@ impl<E: Engine> BackendShare<E> {
     /// for a new one; false if there is none.
     pub(super) fn close_idle_longest(&self) -> bool {
         self.take_idle(None).is_some()
+    }
+}
+
+impl<E: Engine> Pool<E> {
+    /// Makes a connection taken from the idle list of `handed.from` (this
+    /// pool or another on the backend) this pool's: another pool's is
+    /// switched to this pool's backend user and database (the engine's
+    /// switch, then `init_query`). `None` when it could not be used: it was
+    /// closed.
+    pub(super) async fn adopt(&self, handed: Handed<E>) -> Option<Box<Pooled<E::Conn>>> {
+        let Handed { from, mut pooled } = handed;
+        if from.expired(&pooled, Instant::now()) || !self.engine.is_usable(&mut pooled.conn) {
+            return None;
+        }
+        if std::ptr::eq(from.as_ref(), self) {
+            return Some(pooled);
+        }
+        let started = Instant::now();
+        let generation = self.generation();
+        let secret = self.secret();
+        let cluster = self.cluster.load_full();
+        let same_user = from.key.user == secret.user;
+        let switched = async {
+            let conn = &mut pooled.conn;
+            self.engine
+                .switch(
+                    conn,
+                    &secret,
+                    &self.key.database,
+                    same_user,
+                    cluster.connect_timeout,
+                    &cluster.backend_tls,
+                )
+                .await?;
+            if let Some(sql) = &cluster.init_query {
+                self.engine.initialize(conn, sql).await?;
+            }
+            Ok::<(), SwitchError>(())
+        }
+        .await;
+        let counts = &self.share.counts;
+        counts.switch(switched.is_ok());
+        counts.phase(Phase::Switch, started.elapsed());
+        if let Err(e) = switched {
+            self.switch_failed.store(true, Ordering::Relaxed);
+            tracing::debug!(backend = %self.key.backend, user = %self.key.user, database = %self.key.database, error = %e.error, intact = e.intact, "a backend connection could not be switched to this pool: its leases open connections of their own until one opens");
+            if e.intact {
+                from.put_back(pooled);
+            }
+            return None;
+        }
+        pooled.generation = generation;
+        pooled.open = OpenMark::new(&self.open);
+        pooled.switches = pooled.switches.saturating_add(1);
+        Some(pooled)
     }
 }

@@ -36,13 +36,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use arc_swap::ArcSwap;
 
 pub use self::capacity::Capacity;
-use self::idle::Handed;
 pub use self::set::Pools;
 use self::share::Place;
 pub use self::share::{BackendConnects, BackendShare, Phase};
 use crate::cancel::CANCEL_SETTLE_LIMIT;
 use crate::config::{ClusterSettings, Secret};
-use crate::engine::{Engine, SwitchError};
+use crate::engine::Engine;
 use crate::error::{Condition, ProxyError};
 
 /// An idle connection as the console lists it.
@@ -413,59 +412,6 @@ impl<E: Engine> Pool<E> {
             open: OpenMark::new(&self.open),
             _closed: CloseMark(counts.clone()),
         }))
-    }
-
-    /// Makes a connection taken from the idle list of `handed.from` (this
-    /// pool or another on the backend) this pool's: another pool's is
-    /// switched to this pool's backend user and database (the engine's
-    /// switch, then `init_query`). `None` when it could not be used: it was
-    /// closed.
-    async fn adopt(&self, handed: Handed<E>) -> Option<Box<Pooled<E::Conn>>> {
-        let Handed { from, mut pooled } = handed;
-        if from.expired(&pooled, Instant::now()) || !self.engine.is_usable(&mut pooled.conn) {
-            return None;
-        }
-        if std::ptr::eq(from.as_ref(), self) {
-            return Some(pooled);
-        }
-        let started = Instant::now();
-        let generation = self.generation();
-        let secret = self.secret();
-        let cluster = self.cluster.load_full();
-        let same_user = from.key.user == secret.user;
-        let switched = async {
-            let conn = &mut pooled.conn;
-            self.engine
-                .switch(
-                    conn,
-                    &secret,
-                    &self.key.database,
-                    same_user,
-                    cluster.connect_timeout,
-                    &cluster.backend_tls,
-                )
-                .await?;
-            if let Some(sql) = &cluster.init_query {
-                self.engine.initialize(conn, sql).await?;
-            }
-            Ok::<(), SwitchError>(())
-        }
-        .await;
-        let counts = &self.share.counts;
-        counts.switch(switched.is_ok());
-        counts.phase(Phase::Switch, started.elapsed());
-        if let Err(e) = switched {
-            self.switch_failed.store(true, Ordering::Relaxed);
-            tracing::debug!(backend = %self.key.backend, user = %self.key.user, database = %self.key.database, error = %e.error, intact = e.intact, "a backend connection could not be switched to this pool: its leases open connections of their own until one opens");
-            if e.intact {
-                from.put_back(pooled);
-            }
-            return None;
-        }
-        pooled.generation = generation;
-        pooled.open = OpenMark::new(&self.open);
-        pooled.switches = pooled.switches.saturating_add(1);
-        Some(pooled)
     }
 
     fn pop_idle(&self) -> Option<Box<Pooled<E::Conn>>> {

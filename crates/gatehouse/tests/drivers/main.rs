@@ -450,15 +450,20 @@ fn all_at_once(ctx: &Ctx) -> Result<()> {
         .iter()
         .map(|p| ctx.spawn(*p, "_all", ALL_AT_ONCE_LIMIT))
         .collect::<Result<Vec<_>>>()?;
+    wait_all(running)
+}
+
+/// Waits for every program; each failed one's log is in the error.
+fn wait_all(running: Vec<Running>) -> Result<()> {
+    let total = running.len();
     let failures: Vec<String> = running
         .into_iter()
         .filter_map(|r| r.wait().err().map(|e| format!("{e:#}")))
         .collect();
     if !failures.is_empty() {
         bail!(
-            "{} of {} programs failed:\n{}",
+            "{} of {total} programs failed:\n{}",
             failures.len(),
-            PROGRAMS.len(),
             failures.join("\n\n")
         );
     }
@@ -487,17 +492,7 @@ fn many_tenants(ctx: &Ctx) -> Result<()> {
         };
         running.push(ctx.spawn_as(*program, &format!("_many{i:02}"), ALL_AT_ONCE_LIMIT, &login)?);
     }
-    let failures: Vec<String> = running
-        .into_iter()
-        .filter_map(|r| r.wait().err().map(|e| format!("{e:#}")))
-        .collect();
-    if !failures.is_empty() {
-        bail!(
-            "{} of {MANY_TENANTS} programs failed:\n{}",
-            failures.len(),
-            failures.join("\n\n")
-        );
-    }
+    wait_all(running)?;
     let (opened, switches) = switched(ctx)?;
     let switches = switches - before.1;
     eprintln!(
