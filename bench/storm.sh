@@ -214,10 +214,20 @@ ratio_of() { jq -r --arg k "$1" '.targets[] | select(.target == "gatehouse") | .
   costs direct
   costs gatehouse
   echo
-  echo "The issue's targets, gatehouse against direct in this run (ratio gatehouse/direct)"
-  goal "successful requests/s" "$(ratio_of succeeded_per_second)" ">=" 1.5
-  goal "p99 of successful requests" "$(ratio_of p99_ms)" "<=" 1.5
-  goal "replicas' CPU per successful request" "$(ratio_of backend_cpu_core_s_per_1k)" "<=" 0.35
-  goal "failures through gatehouse" "$(summary_of gatehouse failures)" "=" 0
-  goal "replicas' peak client connections" "$(ratio_of backend_connections_peak)" "<=" 0.1
+  # The demo's load (users arriving at 50/s, thinking 50 ms) overloads
+  # direct connections; the default load (10/s, 1 s) does not, and its
+  # targets are latency and the replicas' CPU alone.
+  if [ "$SPAWN" -ge 50 ] && [ "$THINK" -le 50 ]; then
+    echo "The issue's targets at the demo's load, gatehouse against direct in this run (ratio gatehouse/direct)"
+    goal "successful requests/s" "$(ratio_of succeeded_per_second)" ">=" 1.5
+    goal "p99 of successful requests" "$(ratio_of p99_ms)" "<=" 1.5
+    goal "replicas' CPU per successful request" "$(ratio_of backend_cpu_core_s_per_1k)" "<=" 0.35
+    goal "failures through gatehouse" "$(summary_of gatehouse failures)" "=" 0
+    goal "replicas' peak client connections" "$(ratio_of backend_connections_peak)" "<=" 0.1
+  else
+    echo "The issue's targets at the default load, gatehouse against direct in this run (ratio gatehouse/direct)"
+    goal "p99 of successful requests" "$(ratio_of p99_ms)" "<=" 1.2
+    goal "replicas' CPU per successful request" "$(ratio_of backend_cpu_core_s_per_1k)" "<=" 0.35
+    goal "failures through gatehouse" "$(summary_of gatehouse failures)" "=" 0
+  fi
 } | tee "$DIR/costs.txt"

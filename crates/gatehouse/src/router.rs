@@ -106,7 +106,20 @@ impl<E: Engine> Core<E> {
         database: &str,
     ) -> Result<Arc<Pool<E>>, ProxyError> {
         let state = self.cluster_state(endpoint)?;
-        let backend = match state.peek(endpoint) {
+        // A replica where the tenant has an idle connection, among equally
+        // busy ones: its first lease then neither opens nor switches one.
+        let mut key = PoolKey {
+            cluster: endpoint.cluster.name.clone(),
+            backend: String::new(),
+            user: secret.user.clone(),
+            database: database.to_owned(),
+        };
+        let warm = |b: &BackendState| {
+            let mut key = key.clone();
+            key.backend.clone_from(&b.addr);
+            self.pools.has_idle(&key)
+        };
+        let backend = match state.peek(endpoint, &warm) {
             Some(c) => c.backend,
             None => state
                 .backends()
@@ -114,12 +127,7 @@ impl<E: Engine> Core<E> {
                 .cloned()
                 .ok_or_else(|| ProxyError::new(Condition::Internal, "cluster has no backend"))?,
         };
-        let key = PoolKey {
-            cluster: endpoint.cluster.name.clone(),
-            backend: backend.addr.clone(),
-            user: secret.user.clone(),
-            database: database.to_owned(),
-        };
+        key.backend = backend.addr.clone();
         Ok(self.pool_on(&state, key, secret, &backend.leases))
     }
 
@@ -199,7 +207,11 @@ impl<E: Engine> Core<E> {
             Intent::Ruled(RouteTo::Cluster(name)) => self.routed_cluster(name)?,
             _ => self.cluster_state(endpoint)?,
         };
-        let choice = state.choose(endpoint, intent);
+        // Among equally busy replicas, the session's own when its pool
+        // there has an idle connection (no switch, no open).
+        let current: &Pool<E> = pool;
+        let warm = |b: &BackendState| current.has_idle() && current.key().backend == b.addr;
+        let choice = state.choose_warm(endpoint, intent, &warm);
         // A read after the client's write that no replica had replayed at
         // its last probe: the least busy replica is asked how far it is now.
         if let Some(c) = &choice

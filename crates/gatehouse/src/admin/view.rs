@@ -284,7 +284,7 @@ impl<E: Engine> CoreView for Core<E> {
             .iter()
             .filter_map(|e| {
                 let state = self.topology.cluster(&e.cluster.name)?;
-                let choice = state.peek(e);
+                let choice = state.peek(e, &|_| false);
                 let why = match &choice {
                     Some(c) => c.why.name(),
                     None if state.holds(&e.name) => "paused",

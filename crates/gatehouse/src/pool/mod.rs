@@ -160,6 +160,11 @@ impl<E: Engine> Pool<E> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
+    /// Whether a connection is idle in the pool now (read without its lock).
+    pub fn has_idle(&self) -> bool {
+        self.idle_len.load(Ordering::Relaxed) > 0
+    }
+
     /// Backend connections this pool has open now, idle or lent: at most its
     /// size (once a reload's shrink has settled). (`idle_count() +
     /// leased_count()` can read one more for
@@ -351,9 +356,11 @@ impl<E: Engine> Pool<E> {
         loop {
             let switching = E::SWITCHES && !self.switch_failed.load(Ordering::Relaxed);
             // Another pool's idle connection, unless leases wait for one
-            // already (they come first).
+            // already (they come first) or the backend has room for one
+            // more of this pool's own.
             if switching
                 && !self.share.has_waiters()
+                && !self.share.room_to_keep()
                 && let Some(handed) = self.share.take_idle(Some(self))
             {
                 if let Some(p) = self.adopt(handed).await {

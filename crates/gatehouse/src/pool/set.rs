@@ -36,6 +36,15 @@ impl<E: Engine> Pools<E> {
         }
     }
 
+    /// Whether the pool for `key` exists and has an idle connection now.
+    pub fn has_idle(&self, key: &PoolKey) -> bool {
+        self.map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .is_some_and(|p| p.has_idle())
+    }
+
     /// The pool for `key`, created with the cluster's settings if new.
     /// `server_max_connections` is the backend's own limit, when known;
     /// `backend_leases` the topology's count of leases on the backend.

@@ -229,6 +229,22 @@ impl<E: Engine> BackendShare<E> {
         self.slots.get().map(|(c, _)| c.size())
     }
 
+    /// Whether a lease that finds no idle connection of its own pool
+    /// should open one rather than switch another pool's: while the cap
+    /// has a free place and every connection the backend has, plus this
+    /// one, could sit idle under the idle cap. A tenant then keeps connections of its own at light load
+    /// (a lease that finds one skips the switch's round trip), and past
+    /// that point connections move between tenants instead of being
+    /// opened, so nothing is opened only to be closed as it comes back.
+    /// False while the server's limit is unknown (connections then move).
+    pub(super) fn room_to_keep(&self) -> bool {
+        let Some((slots, _)) = self.slots.get() else {
+            return false;
+        };
+        let used = slots.in_use();
+        used < slots.size() && used < self.max_idle.load(Ordering::Relaxed)
+    }
+
     /// Whether a lease waits for a place on this backend now.
     pub(super) fn has_waiters(&self) -> bool {
         self.waiting.load(Ordering::SeqCst) > 0

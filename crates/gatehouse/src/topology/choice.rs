@@ -116,16 +116,35 @@ impl ClusterState {
     /// The backend that should serve the next lease of `endpoint`, as the
     /// topology is now; `None` when there is none (the router waits).
     pub fn choose(&self, endpoint: &EndpointSettings, intent: Intent<'_>) -> Option<Choice> {
-        self.choose_for(endpoint, intent, true)
+        self.choose_for(endpoint, intent, true, &|_| false)
+    }
+
+    /// [`Self::choose`], where among equally busy replicas the first that
+    /// `warm` holds (its pool for the lease's tenant has an idle connection:
+    /// the lease skips a switch or an open) is taken before the turn.
+    pub fn choose_warm(
+        &self,
+        endpoint: &EndpointSettings,
+        intent: Intent<'_>,
+        warm: &dyn Fn(&BackendState) -> bool,
+    ) -> Option<Choice> {
+        self.choose_for(endpoint, intent, true, warm)
     }
 
     /// [`Self::choose`] for a look only (a session's first pool): the turn
-    /// among tied replicas does not move.
-    pub fn peek(&self, endpoint: &EndpointSettings) -> Option<Choice> {
-        self.choose_for(endpoint, Intent::Write, false)
+    /// among tied replicas does not move; a tied replica `warm` holds comes
+    /// first.
+    pub fn peek(&self, endpoint: &EndpointSettings, warm: &dyn Fn(&BackendState) -> bool) -> Option<Choice> {
+        self.choose_for(endpoint, Intent::Write, false, warm)
     }
 
-    fn choose_for(&self, endpoint: &EndpointSettings, intent: Intent<'_>, take_turn: bool) -> Option<Choice> {
+    fn choose_for(
+        &self,
+        endpoint: &EndpointSettings,
+        intent: Intent<'_>,
+        take_turn: bool,
+        warm: &dyn Fn(&BackendState) -> bool,
+    ) -> Option<Choice> {
         // Only a backend up and writable is elected, and one that stops
         // being either is unelected in the same probe round: no look at
         // its health is needed here.
@@ -143,7 +162,7 @@ impl ClusterState {
             (_, Intent::Ruled(RouteTo::Cluster(_))) => return writer(Why::RuleCluster),
             (_, Intent::Ruled(RouteTo::Backend(addr))) => return self.usable_backend(addr),
             (_, Intent::Ruled(RouteTo::Replica)) => {
-                return match self.least_busy_reader(endpoint.max_replica_lag, None, take_turn) {
+                return match self.least_busy_reader(endpoint.max_replica_lag, None, take_turn, warm) {
                     Reader::Found(backend) => Some(Choice {
                         backend,
                         why: Why::RuleReplica,
@@ -155,7 +174,7 @@ impl ClusterState {
             (EndpointRole::ReadOnly, _) => None,
             (EndpointRole::Split, Intent::Read { after }) => after,
         };
-        match self.least_busy_reader(endpoint.max_replica_lag, after, take_turn) {
+        match self.least_busy_reader(endpoint.max_replica_lag, after, take_turn, warm) {
             Reader::Found(backend) => Some(Choice {
                 backend,
                 why: Why::LeastBusyReader,
@@ -181,12 +200,18 @@ impl ClusterState {
     }
 
     /// The up replica, within `max_lag`, with the fewest leases out for
-    /// its weight. Ties (idle replicas, mostly) take turns among the tied
-    /// replicas themselves, so equal replicas share the load evenly; the
-    /// turn moves only when `take_turn` (a lease, not a mere look).
-    /// With `after`, only a replica whose last probe showed it had
-    /// replayed that position is usable.
-    fn least_busy_reader(&self, max_lag: Option<Duration>, after: Option<&Position>, take_turn: bool) -> Reader {
+    /// its weight. Among ties (idle replicas, mostly) the first that `warm`
+    /// holds, else the tied replicas take turns, so equal replicas share
+    /// the load evenly; the turn moves only when `take_turn` (a lease, not
+    /// a mere look). With `after`, only a replica whose last probe showed
+    /// it had replayed that position is usable.
+    fn least_busy_reader(
+        &self,
+        max_lag: Option<Duration>,
+        after: Option<&Position>,
+        take_turn: bool,
+        warm: &dyn Fn(&BackendState) -> bool,
+    ) -> Reader {
         let backends = self.backends.load();
         let mut not_replayed = false;
         let mut usable = |b: &BackendState| {
@@ -226,6 +251,11 @@ impl ClusterState {
             .filter(|(_, s)| cmp(*s, best).is_eq())
             .map(|(b, _)| *b)
             .collect();
+        if ties.len() > 1
+            && let Some(b) = ties.iter().find(|b| warm(b))
+        {
+            return Reader::Found((*b).clone());
+        }
         let turn = if take_turn && ties.len() > 1 {
             self.next_reader.fetch_add(1, Ordering::Relaxed) % ties.len()
         } else {

@@ -309,7 +309,7 @@ fn idle_replicas_share_reads_evenly() {
     let mut count = std::collections::HashMap::<String, usize>::new();
     for _ in 0..300 {
         // Looks in between (sessions starting) move no turn.
-        let _ = c.peek(&ro);
+        let _ = c.peek(&ro, &|_| false);
         let Some(ch) = c.choose(&ro, Intent::Write) else {
             panic!("no reader")
         };
@@ -317,6 +317,40 @@ fn idle_replicas_share_reads_evenly() {
     }
     assert_eq!(count.get("b0"), Some(&150), "{count:?}");
     assert_eq!(count.get("b2"), Some(&150), "{count:?}");
+}
+
+#[test]
+fn among_equally_busy_replicas_the_one_where_the_tenant_has_an_idle_connection_is_chosen() {
+    let c = cluster(3);
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
+    c.record(&c.backends()[2], ok(false));
+    c.elect();
+    let ro = endpoint(EndpointRole::ReadOnly, "");
+    let warm_b2 = |b: &BackendState| short(&b.addr) == "b2";
+    for _ in 0..10 {
+        let Some(ch) = c.choose_warm(&ro, Intent::Write, &warm_b2) else {
+            panic!("no reader")
+        };
+        assert_eq!(short(&ch.backend.addr), "b2");
+        let Some(ch) = c.peek(&ro, &warm_b2) else { panic!("no reader") };
+        assert_eq!(short(&ch.backend.addr), "b2");
+    }
+    // A busier warm replica loses to an idle cold one: load comes first.
+    c.backends()[2].leases.fetch_add(1, Ordering::Relaxed);
+    let Some(ch) = c.choose_warm(&ro, Intent::Write, &warm_b2) else {
+        panic!("no reader")
+    };
+    assert_eq!(short(&ch.backend.addr), "b1");
+    // With none warm, the tied replicas take turns as before.
+    c.backends()[2].leases.fetch_sub(1, Ordering::Relaxed);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..4 {
+        if let Some(ch) = c.choose_warm(&ro, Intent::Write, &|_| false) {
+            seen.insert(short(&ch.backend.addr).to_string());
+        }
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
 }
 
 #[test]

@@ -342,7 +342,9 @@ engine = "mysql"
 backends = ["127.0.0.1:{sha2_port}"]
 monitor_secret = "via_sha2_monitor"
 health_check_interval = "1s"
-pool = {{ size = 2, borrow_timeout = "5s" }}
+# Three connections (1 % of the server's 300): the switch case holds two
+# and the tenants take turns on the third.
+pool = {{ size = 3, borrow_timeout = "5s", max_connections_percent = 1 }}
 
 [[endpoints]]
 name = "chainsw"

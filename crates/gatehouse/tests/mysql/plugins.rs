@@ -127,8 +127,9 @@ fn backend_chain(ctx: &Ctx) -> Result<()> {
 /// and moves it with COM_CHANGE_USER. The first answer is computed for the
 /// greeting's caching_sha2_password; the "sha2" endpoint answers a
 /// COM_CHANGE_USER with an auth switch (a fresh nonce, its own choice of
-/// plugin), which the switch follows. One connection is opened; every later
-/// turn is a switch, and none fails.
+/// plugin), which the switch follows. Two sessions hold two connections in
+/// open transactions, so the share is full: one more connection is opened,
+/// every later turn is a switch, and none fails.
 fn switch_chain(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -155,8 +156,18 @@ fn switch_chain(ctx: &Ctx) -> Result<()> {
                     (a.0 + b.switched, a.1 + b.switch_failed, a.2 + b.opened)
                 })
         };
-        // The chain's pools are idle between turns: each turn's lease takes
-        // the connection the other tenant gave back.
+        // Two sessions of "chained" hold two of the share's three
+        // connections in open transactions, so the share is full once a
+        // third is open (with room, a tenant opens one of its own).
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut c = ctx.conn("chainsw", "chained", "chained-pw", "app1").await?;
+            c.query_drop("BEGIN").await?;
+            let _: Option<String> = c.query_first("SELECT v FROM t WHERE id = 1").await?;
+            held.push(c);
+        }
+        // The chain's other connection is idle between turns: each turn's
+        // lease takes the connection the other tenant gave back.
         let settle = || async {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while ctx
@@ -164,7 +175,10 @@ fn switch_chain(ctx: &Ctx) -> Result<()> {
                 .pools
                 .all()
                 .iter()
-                .any(|p| p.key().cluster == "mychainsw" && p.leased_count() > 0)
+                .filter(|p| p.key().cluster == "mychainsw")
+                .map(|p| p.leased_count())
+                .sum::<usize>()
+                > held.len()
             {
                 ensure!(std::time::Instant::now() < deadline, "a chain connection stays lent");
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -185,7 +199,10 @@ fn switch_chain(ctx: &Ctx) -> Result<()> {
         }
         let (switched, failed, opened) = counts();
         ensure!(failed == 0, "{failed} switches failed");
-        ensure!(opened == 1 && switched == 3, "opened {opened}, switched {switched}");
+        ensure!(opened == 3 && switched == 3, "opened {opened}, switched {switched}");
+        for c in held {
+            c.disconnect().await?;
+        }
         Ok(())
     })
 }

@@ -3,7 +3,8 @@
 //! `max_connections` (3 of 300) and whose tenants each log in to MariaDB as
 //! a backend user of their own, on a database of their own: one of them
 //! identified via ed25519 (the server switches the change's plugin in the
-//! middle). Checked: tenants taking turns share one connection, each
+//! middle). Checked: tenants taking turns on a full share (two other
+//! sessions hold two of its connections in open transactions) share one connection, each
 //! running as its own backend user on its own database; what one tenant
 //! leaves on a connection (tracked variables, prepared statements, and the
 //! state that pins: user variables, temporary tables, an open transaction,
@@ -166,6 +167,21 @@ impl Proxy {
             .with_context(|| format!("{name} login"))
     }
 
+    /// Two sessions (sw10, sw11) inside open transactions: they hold two
+    /// of the share's three connections, so the share is full once a
+    /// third is open, and a tenant without an idle connection of its own
+    /// switches another's (with room, it would open one of its own).
+    async fn hold_two(&self) -> Result<Vec<mysql_async::Conn>> {
+        let mut held = Vec::new();
+        for i in [10, 11] {
+            let mut c = self.conn(i).await?;
+            c.query_drop("BEGIN").await?;
+            whoami(&mut c).await?;
+            held.push(c);
+        }
+        Ok(held)
+    }
+
     /// (opened, switched, switch failures) summed over the cluster's backends.
     fn counts(&self) -> (u64, u64, u64) {
         self.core
@@ -178,11 +194,12 @@ impl Proxy {
             })
     }
 
-    /// Waits until no backend connection is lent (a session that just
-    /// ended has given its connection back).
+    /// Waits until no backend connection is lent but those [`Proxy::hold_two`]
+    /// holds (a session that just ended has given its connection back).
     async fn settle(&self) -> Result<()> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while self.core.pools.all().iter().any(|p| p.leased_count() > 0) {
+        let held = |p: &gatehouse::pool::Pool<_>| ["swu10", "swu11"].contains(&p.key().user.as_str());
+        while self.core.pools.all().iter().any(|p| !held(p) && p.leased_count() > 0) {
             ensure!(std::time::Instant::now() < deadline, "a connection stays lent");
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
@@ -208,10 +225,11 @@ fn take_turns(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let proxy = proxy(ctx, "turns").await?;
         let result = async {
+            let held = proxy.hold_two().await?;
             let mut ids = Vec::new();
             // Two rounds over four tenants (the ed25519 user among them):
             // each login and statement finds the last tenant's connection
-            // idle and switches it.
+            // idle, the share full, and switches it.
             for round in 0..2 {
                 for i in 0..4 {
                     let mut c = proxy.conn(i).await?;
@@ -226,7 +244,7 @@ fn take_turns(ctx: &Ctx) -> Result<()> {
             }
             ensure!(ids.iter().all(|id| *id == ids[0]), "not one connection: {ids:?}");
             let (opened, switched, failed) = proxy.counts();
-            ensure!(opened == 1, "opened {opened} connections");
+            ensure!(opened == 3, "opened {opened} connections (two held, one shared)");
             ensure!(switched >= 7 && failed == 0, "switched {switched}, failed {failed}");
             // The same counts in /metrics.
             let m = openmetrics::scrape(proxy.admin, None)?;
@@ -235,6 +253,9 @@ fn take_turns(ctx: &Ctx) -> Result<()> {
             ensure!(metric == switched as f64, "metrics {metric} vs {switched}");
             let phases = m.total("gatehouse_database_lease_phases_total", &[("phase", "switch")]);
             ensure!(phases >= switched as f64, "switch phases {phases}");
+            for c in held {
+                c.disconnect().await?;
+            }
             Ok(())
         }
         .await;
@@ -247,6 +268,7 @@ fn state_not_seen(ctx: &Ctx) -> Result<()> {
     ctx.rt.block_on(async {
         let proxy = proxy(ctx, "state").await?;
         let result = async {
+            let held = proxy.hold_two().await?;
             // sw2 leaves what transaction pooling keeps on an idle
             // connection: a tracked session variable and a prepared
             // statement; and what pins and is reset: a user variable, a
@@ -308,6 +330,9 @@ fn state_not_seen(ctx: &Ctx) -> Result<()> {
             a.disconnect().await?;
             let (_, switched, failed) = proxy.counts();
             ensure!(switched >= 3 && failed == 0, "switched {switched}, failed {failed}");
+            for c in held {
+                c.disconnect().await?;
+            }
             Ok(())
         }
         .await;
