@@ -333,7 +333,9 @@ fn among_equally_busy_replicas_the_one_where_the_tenant_has_an_idle_connection_i
             panic!("no reader")
         };
         assert_eq!(short(&ch.backend.addr), "b2");
-        let Some(ch) = c.peek(&ro, &warm_b2) else { panic!("no reader") };
+        let Some(ch) = c.peek(&ro, &warm_b2) else {
+            panic!("no reader")
+        };
         assert_eq!(short(&ch.backend.addr), "b2");
     }
     // A busier warm replica loses to an idle cold one: load comes first.

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# PostgreSQL's own regression suite through Gatehouse: the installcheck form
+# (pg_regress --use-existing, the source's parallel_schedule, 10
+# connections), run as the bootstrap superuser on a fresh test-kit server
+# for each target:
+#   direct       the server itself;
+#   session      Gatehouse, an endpoint in pool_mode "session";
+#   transaction  Gatehouse, pool_mode "transaction", pool size 5.
+# What it needs comes from Debian's packages and is cached outside the
+# clone (GH_SUITES_CACHE, ~/.cache/gatehouse-suites): the suite's SQL and
+# expected files from the source package of the installed server's version
+# (apt-get source, through a deb-src list of the script's own), and the
+# suite's C functions (regress.so) compiled against that version's server
+# headers (postgresql-server-dev, unpacked, not installed).
+#
+# Prints per target passed / failed, then the tests that pass direct but
+# fail through the proxy; each target's results and regression.diffs stay
+# under SUITE_DIR (.bench/pg-regress/TARGET).
+#
+#   tests/suites/pg-regress.sh                       # all three targets, the whole schedule
+#   tests/suites/pg-regress.sh transaction           # one target
+#   SUITE_TESTS="test_setup date guc" tests/suites/pg-regress.sh direct transaction
+# Knobs: SUITE_TESTS (a list run in order instead of the schedule; the
+# first should be test_setup), SUITE_POOL (5), SUITE_CONNECTIONS (10),
+# PG_BIN (the server's bin directory; /usr/lib/postgresql/15/bin).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+ensure_packages
+# shellcheck source=bench/common.sh
+source bench/common.sh
+
+TARGETS=("$@")
+((${#TARGETS[@]})) || TARGETS=(direct session transaction)
+POOL=${SUITE_POOL:-5}
+CONNS=${SUITE_CONNECTIONS:-10}
+OUT=${SUITE_DIR:-$PWD/.bench/pg-regress}
+CACHE=${GH_SUITES_CACHE:-$HOME/.cache/gatehouse-suites}
+
+# The installed server's full Debian version (15.18-0+deb12u1) and major.
+server_pkg=$(dpkg-query -W -f='${Package}\n' 'postgresql-[0-9]*' 2>/dev/null | grep -E '^postgresql-[0-9]+$' | head -1)
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/${server_pkg#postgresql-}/bin}
+major=$("$PG_BIN/postgres" --version | awk '{ split($3, v, "."); print v[1] }')
+deb_version=$(dpkg-query -W -f='${Version}' "postgresql-$major")
+upstream=${deb_version%%-*}
+SRC="$CACHE/pg-$upstream"
+REGRESS="$SRC/postgresql-$upstream/src/test/regress"
+PG_REGRESS=/usr/lib/postgresql/$major/lib/pgxs/src/test/regress/pg_regress
+
+# fetch_suite: the suite's files and regress.so, once per version.
+fetch_suite() {
+  [ -f "$SRC/dlpath/regress.so" ] && [ -f "$REGRESS/parallel_schedule" ] && return 0
+  log "fetching PostgreSQL $upstream's regression suite (Debian source package $deb_version)"
+  mkdir -p "$SRC/apt/lists/partial" "$SRC/dl" "$SRC/dlpath"
+  # A list of our own with deb-src beside deb for every source the machine
+  # uses (deb822 .sources files or one-line lists): its apt state is not touched.
+  local list="$SRC/apt/sources.list"
+  {
+    awk '/^URIs:/ { sub(/^URIs: */, ""); u = $0 } /^Suites:/ { sub(/^Suites: */, ""); s = $0 }
+         /^Components:/ { sub(/^Components: */, ""); c = $0 }
+         /^$/ { flush() } END { flush() }
+         function flush(   n, i, a) { if (u != "" && s != "") { n = split(s, a, " ")
+           for (i = 1; i <= n; i++) { print "deb " u " " a[i] " " c; print "deb-src " u " " a[i] " " c } }
+           u = s = c = "" }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
+    grep -h '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      sed 'p; s/^deb /deb-src /' || true
+  } >"$list"
+  local apt=(-o "Dir::Etc::SourceList=$list" -o Dir::Etc::SourceParts=- -o "Dir::State::Lists=$SRC/apt/lists"
+    -o "Dir::Cache::Archives=$SRC/dl" -o APT::Sandbox::User=root)
+  apt-get "${apt[@]}" update -qq >/dev/null
+  (cd "$SRC/dl" && apt-get "${apt[@]}" source --download-only -qq "postgresql-$major=$deb_version" >/dev/null)
+  tar -xjf "$SRC/dl/postgresql-${major}_$upstream.orig.tar.bz2" -C "$SRC" "postgresql-$upstream/src/test/regress"
+  # The server headers of the same version, unpacked (not installed: the
+  # package would pull a compiler toolchain of its own).
+  (cd "$SRC/dl" && apt-get "${apt[@]}" download -qq "postgresql-server-dev-$major=$deb_version" 2>/dev/null)
+  dpkg-deb -x "$SRC/dl/postgresql-server-dev-${major}_${deb_version}_amd64.deb" "$SRC/dev"
+  gcc -O2 -fPIC -shared -I"$SRC/dev/usr/include/postgresql/$major/server" -I"$SRC/dev/usr/include/postgresql" \
+    "$REGRESS/regress.c" -o "$SRC/dlpath/regress.so"
+  # The suite loads contrib's autoinc and refint from the same directory.
+  ln -sf "/usr/lib/postgresql/$major/lib/autoinc.so" "$SRC/dlpath/autoinc.so"
+  ln -sf "/usr/lib/postgresql/$major/lib/refint.so" "$SRC/dlpath/refint.so"
+}
+
+# prepare_database: what pg_regress does to a database it creates, since
+# --use-existing leaves that to us (its create_database()).
+prepare_database() {
+  local su=(psql -X -q -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$GH_PG_USER" -d postgres -v ON_ERROR_STOP=1)
+  PGPASSWORD=$GH_PG_PASSWORD "${su[@]}" <<SQL
+CREATE DATABASE regression TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C';
+ALTER DATABASE regression SET lc_messages TO 'C';
+ALTER DATABASE regression SET lc_monetary TO 'C';
+ALTER DATABASE regression SET lc_numeric TO 'C';
+ALTER DATABASE regression SET lc_time TO 'C';
+ALTER DATABASE regression SET bytea_output TO 'hex';
+ALTER DATABASE regression SET timezone_abbreviations TO 'Default';
+SQL
+}
+
+# proxy MODE: Gatehouse in front of the server, one endpoint in MODE, the
+# superuser as its one tenant. Sets port.
+proxy() {
+  local mode=$1 dir=$OUT/$1
+  port=$(free_port)
+  cat >"$dir/gatehouse.toml" <<TOML
+[proxy]
+log_filter = "warn"
+
+[[clusters]]
+name = "regress"
+engine = "postgres"
+backends = ["127.0.0.1:$GH_PG_PRIMARY_PORT"]
+monitor_secret = "superuser"
+pool = { size = $POOL, borrow_timeout = "60s" }
+
+[[endpoints]]
+name = "regress"
+listen = "127.0.0.1:$port"
+cluster = "regress"
+role = "read_write"
+pool_mode = "$mode"
+
+[[tenants]]
+name = "$GH_PG_USER"
+databases = ["regression", "postgres"]
+secret = "superuser"
+scram_verifier = "$(printf '%s' "$GH_PG_PASSWORD" | "$GATEHOUSE" hash-password)"
+
+[[secrets]]
+name = "superuser"
+user = "$GH_PG_USER"
+password = "$GH_PG_PASSWORD"
+TOML
+  "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
+  "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &
+  proxy_pid=$!
+  wait_port 127.0.0.1 "$port"
+}
+
+# run_target TARGET: a fresh server, then the suite; TARGET/results.txt
+# holds "name ok|failed" lines.
+run_target() {
+  local t=$1 dir=$OUT/$1
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cluster_dir=$dir/cluster
+  "$TESTKIT" up --dir "$cluster_dir" --pg-bindir "$PG_BIN" --pg-max-connections 100 >/dev/null
+  # shellcheck disable=SC1091
+  source "$cluster_dir/cluster.env"
+  prepare_database
+  proxy_pid=""
+  port=$GH_PG_PRIMARY_PORT
+  [ "$t" = direct ] || proxy "$t"
+  local what=(--schedule="$REGRESS/parallel_schedule")
+  if [ -n "${SUITE_TESTS:-}" ]; then
+    # shellcheck disable=SC2206
+    what=($SUITE_TESTS)
+  fi
+  log "$t: pg_regress on port $port"
+  set +e
+  PGPASSWORD=$GH_PG_PASSWORD "$PG_REGRESS" --use-existing --host=127.0.0.1 --port="$port" --user="$GH_PG_USER" \
+    --dbname=regression --inputdir="$REGRESS" --outputdir="$dir" --bindir="$(dirname "$(command -v psql)")" \
+    --dlpath="$SRC/dlpath" --max-connections="$CONNS" "${what[@]}" >"$dir/pg_regress.txt" 2>&1
+  set -e
+  [ -z "$proxy_pid" ] || { kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true; }
+  "$TESTKIT" down --dir "$cluster_dir" >/dev/null 2>&1 || true
+  # "test NAME ... ok 12 ms", "     NAME ... FAILED 30 ms", "... failed (ignored)".
+  awk '/ \.\.\. / { for (i = 1; i <= NF; i++) if ($i == "...") { name = $(i - 1); r = $(i + 1) }
+         print name, (r == "ok" ? "ok" : "failed") }' "$dir/pg_regress.txt" >"$dir/results.txt"
+  printf '%-12s %4d passed %4d failed\n' "$t" "$(grep -c ' ok$' "$dir/results.txt")" \
+    "$(grep -c ' failed$' "$dir/results.txt")" | tee "$dir/summary.txt"
+}
+
+build_release
+fetch_suite
+mkdir -p "$OUT"
+for t in "${TARGETS[@]}"; do
+  case $t in direct | session | transaction) run_target "$t" ;; *) echo "unknown target $t" >&2; exit 2 ;; esac
+done
+
+echo
+echo "PostgreSQL $upstream regression suite ($([ -n "${SUITE_TESTS:-}" ] && echo "SUITE_TESTS" || echo parallel_schedule), $CONNS connections; results in $OUT)"
+for t in "${TARGETS[@]}"; do cat "$OUT/$t/summary.txt"; done
+if [ -f "$OUT/direct/results.txt" ]; then
+  for t in session transaction; do
+    [ -f "$OUT/$t/results.txt" ] || continue
+    worse=$(awk 'NR == FNR { if ($2 == "ok") ok[$1] = 1; next } $2 == "failed" && ok[$1] { printf "%s ", $1 }' \
+      "$OUT/direct/results.txt" "$OUT/$t/results.txt")
+    echo "passing direct, failing through Gatehouse ($t): ${worse:-none} (diffs: $OUT/$t/regression.diffs)"
+  done
+fi
