@@ -27,6 +27,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             untracked_startup_parameter,
         ),
         ("txn::cached_greeting_needs_no_backend", cached_greeting),
+        (
+            "txn::reset_returns_to_the_startup_values_not_the_servers",
+            reset_to_startup_values,
+        ),
     ]
 }
 
@@ -445,6 +449,59 @@ fn cached_greeting(ctx: &Ctx) -> Result<()> {
         // Different startup parameters are a different greeting.
         let other = client_with(ctx, "application_name=greeting_other").await?;
         ensure!(text(&other, "SHOW application_name").await? == ["greeting_other"]);
+        Ok(())
+    })
+}
+
+/// A client that connected with DateStyle, TimeZone and (through
+/// `options`) extra_float_digits of its own gets them back from `RESET`,
+/// `SET … TO DEFAULT`, `RESET ALL` and `DISCARD ALL`, as a direct
+/// session does (pg_regress connects so: its `RESET datestyle` must not
+/// land on the server's `ISO, MDY`), on whichever connection of the pool of
+/// two its next transaction runs; a reset rolled back is undone; another
+/// client still gets the server's defaults.
+fn reset_to_startup_values(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let a = client_with(ctx, "options='-c datestyle=Postgres,MDY -c timezone=PST8PDT -c extra_float_digits=2'").await?;
+        let b = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+        let server_datestyle = text(&b, "SHOW datestyle").await?;
+        ensure!(server_datestyle != ["Postgres, MDY"], "{server_datestyle:?}");
+        async fn show(c: &tokio_postgres::Client) -> Result<(String, String, String)> {
+            let row = c
+                .query_one(
+                    "SELECT current_setting('datestyle'), current_setting('timezone'), current_setting('extra_float_digits')",
+                    &[],
+                )
+                .await?;
+            Ok((row.get(0), row.get(1), row.get(2)))
+        }
+        let startup = ("Postgres, MDY".to_string(), "PST8PDT".to_string(), "2".to_string());
+        ensure!(show(&a).await? == startup, "at login: {:?}", show(&a).await?);
+        for (round, reset) in [
+            "RESET datestyle; RESET timezone; RESET extra_float_digits",
+            "SET datestyle TO DEFAULT; SET timezone TO DEFAULT; SET extra_float_digits TO DEFAULT",
+            "RESET ALL",
+            "DISCARD ALL",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            a.batch_execute("SET datestyle = 'ISO, DMY'; SET timezone = 'UTC'; SET extra_float_digits = 0")
+                .await?;
+            ensure!(show(&a).await?.0 == "ISO, DMY", "round {round}: SET not kept");
+            // Another client between the two keeps the server's values.
+            ensure!(text(&b, "SHOW datestyle").await? == server_datestyle, "round {round}: leaked");
+            a.batch_execute(reset).await?;
+            ensure!(show(&a).await? == startup, "round {round}, after {reset}: {:?}", show(&a).await?);
+        }
+        // A reset inside a transaction that rolls back is undone with it.
+        a.batch_execute("SET datestyle = 'SQL, DMY'").await?;
+        a.batch_execute("BEGIN; RESET datestyle; ROLLBACK").await?;
+        ensure!(show(&a).await?.0 == "SQL, DMY", "rolled-back RESET kept: {:?}", show(&a).await?);
+        // A SET after the reset, in the same transaction, wins.
+        a.batch_execute("BEGIN; RESET datestyle; SET datestyle = 'German'; COMMIT").await?;
+        ensure!(show(&a).await?.0 == "German, DMY", "{:?}", show(&a).await?);
+        ensure!(text(&b, "SHOW datestyle").await? == server_datestyle, "leaked at the end");
         Ok(())
     })
 }

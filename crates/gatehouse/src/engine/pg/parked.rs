@@ -133,10 +133,11 @@ mod tests {
     /// A parked client costs this box, its cancel key and its place in the
     /// lot: the bound catches a field that makes every parked client
     /// bigger (184 bytes when written; 200 since the session keeps its
-    /// query rules and digest statistics' inspector, one pointer).
+    /// query rules and digest statistics' inspector, one pointer; 208 since
+    /// it keeps its startup values for `RESET`, one pointer).
     #[test]
     fn parked_session_stays_small() {
         let parked = std::mem::size_of::<super::ParkedLive>();
-        assert!(parked <= 200, "a parked session grew to {parked} bytes");
+        assert!(parked <= 208, "a parked session grew to {parked} bytes");
     }
 }

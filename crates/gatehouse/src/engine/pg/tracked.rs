@@ -29,6 +29,35 @@ pub fn is_tracked(name: &str) -> bool {
     TRACKED.contains(&name)
 }
 
+/// The position of `name` in [`TRACKED`].
+pub fn index(name: &str) -> Option<usize> {
+    TRACKED.iter().position(|n| *n == name)
+}
+
+const _: () = assert!(TRACKED.len() <= 16, "tracked parameters are u16 bits");
+
+/// Every tracked parameter, as a set of [`index`] bits.
+pub const ALL: u16 = (1 << TRACKED.len()) - 1;
+
+/// `read` (what a connection has now) with the parameters in `reset` (bits
+/// by [`index`]) taken from `baseline` instead: what a session whose
+/// transaction reset them has, once they are back at its own defaults.
+pub fn with_baseline(read: &Values, baseline: &Values, reset: u16) -> Values {
+    let values = read
+        .iter()
+        .zip(baseline.iter())
+        .enumerate()
+        .map(|(i, (now, base))| {
+            if reset & (1 << i) != 0 {
+                base.clone()
+            } else {
+                now.clone()
+            }
+        })
+        .collect();
+    std::sync::Arc::new(values)
+}
+
 /// Values of [`TRACKED`], in that order; shared, since most sessions and
 /// connections hold the same (default) values.
 pub type Values = std::sync::Arc<Vec<String>>;

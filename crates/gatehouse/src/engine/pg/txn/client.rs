@@ -40,11 +40,21 @@ impl TxSession {
     /// [`Self::note_effects`] for one statement's effect.
     fn note_effect(&mut self, effect: Effect) -> bool {
         match effect {
+            // A rolled-back transaction's resets are undone with it.
+            Effect::Transaction(gatehouse_sql::TxCommand::Rollback) => {
+                self.resets = 0;
+                false
+            }
             Effect::None | Effect::Transaction(_) | Effect::Execute { .. } => false,
             Effect::Set {
                 scope: Scope::Local, ..
             } => false,
-            Effect::Set { name, .. } if tracked::is_tracked(&name) => true,
+            Effect::Set { name, .. } if tracked::is_tracked(&name) => {
+                if let Some(i) = tracked::index(&name) {
+                    self.resets &= !(1 << i);
+                }
+                true
+            }
             Effect::Set { name, .. } => {
                 if !self
                     .endpoint
@@ -57,8 +67,18 @@ impl TxSession {
                 false
             }
             Effect::Reset { name } if name == "role" || name == "session_authorization" => false,
-            Effect::Reset { .. } | Effect::ResetAll => true,
+            Effect::Reset { name } => {
+                if let Some(i) = tracked::index(&name) {
+                    self.resets |= 1 << i;
+                }
+                true
+            }
+            Effect::ResetAll => {
+                self.resets = tracked::ALL;
+                true
+            }
             Effect::Discard(DiscardKind::All) => {
+                self.resets = tracked::ALL;
                 self.forget_statements();
                 true
             }

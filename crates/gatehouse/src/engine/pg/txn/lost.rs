@@ -58,6 +58,7 @@ impl TxSession {
         // Whether a SET in flight took effect is unknown; the client's last
         // known values stay what the next connection is given.
         self.readback = false;
+        self.resets = 0;
         let mut error = BytesMut::new();
         messages::put_error(&mut error, "ERROR", sqlstate::CONNECTION_FAILURE, LOST_MESSAGE);
         let status = if in_block { b'E' } else { b'I' };

@@ -75,6 +75,15 @@ pub struct TxSession {
     pub cancel: CancelKey<super::backend::PgCancelTarget>,
     pub session_id: u64,
     pub desired: tracked::Values,
+    /// The tracked values the session started with, after its startup
+    /// parameters: what `RESET`, `RESET ALL`, `DISCARD ALL` and `SET … TO
+    /// DEFAULT` return to, as on a direct connection that was opened with
+    /// those parameters.
+    baseline: tracked::Values,
+    /// Tracked parameters (bits by [`tracked::TRACKED`] index) the
+    /// transaction under way reset to their defaults: read back after it,
+    /// they are taken back to [`Self::baseline`] before the next one.
+    resets: u16,
     /// The tenant's cap on backend connections in use, if any.
     pub backend_cap: Option<crate::pool::TenantCap>,
     lease: Option<Lease<PgEngine>>,
@@ -136,9 +145,11 @@ pub struct ParkedTx {
     pool: Arc<Pool<PgEngine>>,
     cancel: CancelKey<super::backend::PgCancelTarget>,
     desired: tracked::Values,
+    baseline: tracked::Values,
     backend_cap: Option<Box<crate::pool::TenantCap>>,
     registry: Registry,
     readback: bool,
+    resets: u16,
     client_skip: bool,
     status: u8,
     split: Option<Box<crate::split::SplitState>>,
@@ -170,8 +181,10 @@ impl ParkedTx {
             self.inspect,
         );
         tx.backend_cap = self.backend_cap.map(|c| *c);
+        tx.baseline = self.baseline;
         tx.registry = self.registry;
         tx.readback = self.readback;
+        tx.resets = self.resets;
         tx.client_skip = self.client_skip;
         tx.status = self.status;
         tx.split = self.split;
@@ -188,9 +201,11 @@ impl TxSession {
             pool,
             cancel,
             desired,
+            baseline,
             backend_cap,
             registry,
             readback,
+            resets,
             client_skip,
             status,
             split,
@@ -203,9 +218,11 @@ impl TxSession {
             pool,
             cancel,
             desired,
+            baseline,
             backend_cap: backend_cap.map(Box::new),
             registry,
             readback,
+            resets,
             client_skip,
             status,
             split,
@@ -236,6 +253,8 @@ impl TxSession {
             pool,
             session_id: u64::from(cancel.id),
             cancel,
+            baseline: desired.clone(),
+            resets: 0,
             desired,
             backend_cap: None,
             lease: None,

@@ -46,8 +46,15 @@ impl TxSession {
             self.readback = false;
             match Box::pin(tracked::read(lease.conn())).await {
                 Ok(values) => {
-                    lease.conn().tracked = Some(values.clone());
-                    self.desired = values;
+                    // What the transaction reset went to the connection's
+                    // defaults (the server's): the session's own are its
+                    // startup values, applied before its next transaction.
+                    self.desired = if self.resets == 0 {
+                        values.clone()
+                    } else {
+                        tracked::with_baseline(&values, &self.baseline, std::mem::take(&mut self.resets))
+                    };
+                    lease.conn().tracked = Some(values);
                 }
                 Err(e) => return Err(End::BackendGone(e.to_string())),
             }
