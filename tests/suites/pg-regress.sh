@@ -7,7 +7,9 @@
 #   session      Gatehouse, an endpoint in pool_mode "session";
 #   transaction  Gatehouse, pool_mode "transaction", pool size 5.
 # What it needs comes from Debian's packages and is cached outside the
-# clone (GH_SUITES_CACHE, ~/.cache/gatehouse-suites): the suite's SQL and
+# clone (GH_SUITES_CACHE, /var/tmp/gatehouse-suites: the servers run as
+# their own user, which must read the suite's data files, load its library
+# and write its output files, so neither lives under /root): the suite's SQL and
 # expected files from the source package of the installed server's version
 # (apt-get source, through a deb-src list of the script's own), and the
 # suite's C functions (regress.so) compiled against that version's server
@@ -15,7 +17,7 @@
 #
 # Prints per target passed / failed, then the tests that pass direct but
 # fail through the proxy; each target's results and regression.diffs stay
-# under SUITE_DIR (.bench/pg-regress/TARGET).
+# under SUITE_DIR (/var/tmp/gatehouse-pg-regress/TARGET).
 #
 #   tests/suites/pg-regress.sh                       # all three targets, the whole schedule
 #   tests/suites/pg-regress.sh transaction           # one target
@@ -35,8 +37,8 @@ TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(direct session transaction)
 POOL=${SUITE_POOL:-5}
 CONNS=${SUITE_CONNECTIONS:-10}
-OUT=${SUITE_DIR:-$PWD/.bench/pg-regress}
-CACHE=${GH_SUITES_CACHE:-$HOME/.cache/gatehouse-suites}
+OUT=${SUITE_DIR:-/var/tmp/gatehouse-pg-regress}
+CACHE=${GH_SUITES_CACHE:-/var/tmp/gatehouse-suites}
 
 # The installed server's full Debian version (15.18-0+deb12u1) and major.
 server_pkg=$(dpkg-query -W -f='${Package}\n' 'postgresql-[0-9]*' 2>/dev/null | grep -E '^postgresql-[0-9]+$' | head -1)
@@ -80,6 +82,7 @@ fetch_suite() {
   # The suite loads contrib's autoinc and refint from the same directory.
   ln -sf "/usr/lib/postgresql/$major/lib/autoinc.so" "$SRC/dlpath/autoinc.so"
   ln -sf "/usr/lib/postgresql/$major/lib/refint.so" "$SRC/dlpath/refint.so"
+  chmod -R a+rX "$CACHE"
 }
 
 # prepare_database: what pg_regress does to a database it creates, since
@@ -143,6 +146,9 @@ run_target() {
   local t=$1 dir=$OUT/$1
   rm -rf "$dir"
   mkdir -p "$dir"
+  # The server writes the suite's output files (COPY TO) beside the results.
+  mkdir -p "$dir/results"
+  chmod 1777 "$OUT" "$dir" "$dir/results"
   cluster_dir=$dir/cluster
   "$TESTKIT" up --dir "$cluster_dir" --pg-bindir "$PG_BIN" --pg-max-connections 100 >/dev/null
   # shellcheck disable=SC1091
