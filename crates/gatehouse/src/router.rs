@@ -113,6 +113,7 @@ impl<E: Engine> Core<E> {
             backend: String::new(),
             user: secret.user.clone(),
             database: database.to_owned(),
+            startup: Vec::new(),
         };
         let warm = |b: &BackendState| {
             let mut key = key.clone();
@@ -143,6 +144,36 @@ impl<E: Engine> Core<E> {
         let mut key = pool.key().clone();
         key.database = database.to_owned();
         key.cluster.clone_from(&state.name);
+        let leases = state
+            .backends()
+            .iter()
+            .find(|b| b.addr == key.backend)
+            .map(|b| b.leases.clone())
+            .unwrap_or_default();
+        Ok(self.pool_on(&state, key, &pool.secret(), &leases))
+    }
+
+    /// Whether the pool of connections opened with `startup` beside the
+    /// session's pool `pool` exists: the server took these parameters
+    /// before (such a pool is made only after they were tried on a
+    /// connection of the shared pool, and is dropped once unused and empty).
+    pub fn has_pool_with_startup(&self, pool: &Pool<E>, startup: &[(String, String)]) -> bool {
+        let mut key = pool.key().clone();
+        key.startup = startup.to_vec();
+        self.pools.contains(&key)
+    }
+
+    /// The pool of connections opened with `startup` (see
+    /// [`PoolKey::startup`]) beside the session's pool `pool`.
+    pub fn pool_with_startup(
+        &self,
+        endpoint: &EndpointSettings,
+        pool: &Pool<E>,
+        startup: Vec<(String, String)>,
+    ) -> Result<Arc<Pool<E>>, ProxyError> {
+        let state = self.cluster_state(endpoint)?;
+        let mut key = pool.key().clone();
+        key.startup = startup;
         let leases = state
             .backends()
             .iter()

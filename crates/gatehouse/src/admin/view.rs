@@ -323,6 +323,19 @@ impl<E: Engine> CoreView for Core<E> {
         pools.sort_by(|a, b| {
             (&a.cluster, &a.backend, &a.user, &a.database).cmp(&(&b.cluster, &b.backend, &b.user, &b.database))
         });
+        // The pools of one key with other startup parameters (see
+        // `PoolKey::startup`) show as one: their connections add up, their
+        // leases are counted once (they share the key's permits).
+        pools.dedup_by(|later, kept| {
+            let same = (&later.cluster, &later.backend, &later.user, &later.database)
+                == (&kept.cluster, &kept.backend, &kept.user, &kept.database);
+            if same {
+                kept.idle += later.idle;
+                kept.open += later.open;
+                kept.leased = kept.leased.max(later.leased);
+            }
+            same
+        });
         let mut backends = Vec::new();
         let mut clusters = Vec::new();
         let mut states = self.topology.all();

@@ -86,12 +86,15 @@ pub trait Engine: Send + Sync + Sized + 'static {
     type CancelTarget: crate::cancel::CancelTarget;
 
     /// Connects and authenticates to `backend` (`host:port`) as `secret` on
-    /// `database`, over TLS as the cluster's `tls` asks.
+    /// `database`, with the pool's `startup` parameters (see
+    /// [`crate::pool::PoolKey::startup`]), over TLS as the cluster's `tls`
+    /// asks.
     fn connect(
         &self,
         backend: &str,
         secret: &Secret,
         database: &str,
+        startup: &[(String, String)],
         timeout: Duration,
         tls: &BackendTls,
     ) -> impl Future<Output = Result<Self::Conn, ProxyError>> + Send;

@@ -65,6 +65,13 @@ pub struct PoolKey {
     pub backend: String,
     pub user: String,
     pub database: String,
+    /// Parameters its connections are opened with, in the order given, as
+    /// a client's own startup would set them (the server's reset values
+    /// for them): empty for the shared pools; a PostgreSQL session-mode
+    /// client that sends startup parameters gets a pool of connections
+    /// opened with exactly its set, so `RESET` and `pg_settings.reset_val`
+    /// answer as on a direct connection.
+    pub startup: Vec<(String, String)>,
 }
 
 /// A connection with what the pool needs to know about it.
@@ -124,7 +131,13 @@ pub struct Pool<E: Engine> {
     /// The cluster's settings now (a reload swaps them).
     cluster: ArcSwap<ClusterSettings>,
     share: Arc<BackendShare<E>>,
-    permits: Capacity,
+    /// Shared with the pools of the same key but other startup
+    /// parameters ([`PoolKey::startup`]): `pool.size` bounds the leases of
+    /// a backend user and database however their clients started.
+    permits: Arc<Capacity>,
+    /// For a pool with startup parameters, the shared pool of its key,
+    /// kept (with the permits) while this one lives.
+    _base: Option<Arc<Pool<E>>>,
     /// Leases outstanding on the pool's backend, across all its pools (the
     /// topology's count, which read-only routing balances on).
     backend_leases: Arc<AtomicUsize>,
@@ -392,6 +405,7 @@ impl<E: Engine> Pool<E> {
                     &self.key.backend,
                     &secret,
                     &self.key.database,
+                    &self.key.startup,
                     cluster.connect_timeout,
                     &cluster.backend_tls,
                 )

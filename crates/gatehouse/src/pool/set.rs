@@ -36,6 +36,14 @@ impl<E: Engine> Pools<E> {
         }
     }
 
+    /// Whether the pool for `key` exists now.
+    pub fn contains(&self, key: &PoolKey) -> bool {
+        self.map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(key)
+    }
+
     /// Whether the pool for `key` exists and has an idle connection now.
     pub fn has_idle(&self, key: &PoolKey) -> bool {
         self.map
@@ -65,6 +73,21 @@ impl<E: Engine> Pools<E> {
             }
             return p.clone();
         }
+        let (permits, base) = if key.startup.is_empty() {
+            (Arc::new(Capacity::new(cluster.pool_size as usize)), None)
+        } else {
+            drop(map);
+            let shared = PoolKey {
+                startup: Vec::new(),
+                ..key.clone()
+            };
+            let base = self.get(engine, cluster, shared, secret, server_max_connections, backend_leases);
+            map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(p) = map.get(&key) {
+                return p.clone();
+            }
+            (base.permits.clone(), Some(base))
+        };
         let share = self.share(cluster, &key.backend, server_max_connections);
         let pool = Arc::new(Pool {
             key: key.clone(),
@@ -77,7 +100,8 @@ impl<E: Engine> Pools<E> {
             engine: engine.clone(),
             cluster: ArcSwap::new(cluster.clone()),
             share,
-            permits: Capacity::new(cluster.pool_size as usize),
+            permits,
+            _base: base,
             backend_leases: backend_leases.clone(),
             idle: Mutex::new(VecDeque::new()),
             idle_len: Arc::new(AtomicUsize::new(0)),

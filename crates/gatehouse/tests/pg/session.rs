@@ -15,6 +15,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
         ("session::reused_connection_is_clean", reused_connection_is_clean),
         ("session::limits_answer_53300", limits),
+        (
+            "session::startup_parameters_are_the_reset_values_and_pg_settings_shows_them",
+            startup_parameters_are_reset_values,
+        ),
         ("session::shutdown_ends_idle_sessions", shutdown),
         (
             "session::an_endpoint_a_reload_adds_during_shutdown_does_not_listen",
@@ -76,6 +80,81 @@ fn reused_connection_is_clean(ctx: &Ctx) -> Result<()> {
             fresh.as_deref() == Some("t"),
             "still inside the previous client's transaction"
         );
+        Ok(())
+    })
+}
+
+/// A client on "solo" (session mode, pool 1) with `extra` in its conninfo.
+async fn solo_with(ctx: &Ctx, extra: &str) -> Result<tokio_postgres::Client> {
+    let info = format!("{} {extra}", ctx.conninfo("solo", "alice", "alice-pw", "app1"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        // The pool of one may still be giving back the previous client's connection.
+        match tokio_postgres::connect(&info, tokio_postgres::NoTls).await {
+            Ok((client, conn)) => {
+                tokio::spawn(conn);
+                return Ok(client);
+            }
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// What a session-mode client connected with (startup parameters and
+/// `options`, tracked or not) is what `RESET`, `RESET ALL` and `DISCARD
+/// ALL` return to and what `pg_settings.reset_val` shows, as on a direct
+/// connection; the next client with other startup parameters sees none
+/// of them, and one with the same set reuses the connection.
+fn startup_parameters_are_reset_values(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        const STARTUP: &str =
+            "application_name=gh_startup options='-c datestyle=Postgres,MDY -c timezone=PST8PDT -c enable_seqscan=off'";
+        const SHOW: &str = "SELECT current_setting('datestyle'), current_setting('timezone'), \
+                            current_setting('enable_seqscan'), current_setting('application_name')";
+        const RESET_VALS: &str = "SELECT string_agg(name || '=' || reset_val, ' ' ORDER BY name) FROM pg_settings \
+                                  WHERE name IN ('DateStyle', 'TimeZone', 'enable_seqscan', 'application_name')";
+        async fn show(c: &tokio_postgres::Client) -> Result<[String; 4]> {
+            let r = c.query_one(SHOW, &[]).await?;
+            Ok([r.get(0), r.get(1), r.get(2), r.get(3)])
+        }
+        let startup = ["Postgres, MDY", "PST8PDT", "off", "gh_startup"].map(String::from);
+        let a = solo_with(ctx, STARTUP).await?;
+        let pid_a: i32 = a.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+        ensure!(show(&a).await? == startup, "at login: {:?}", show(&a).await?);
+        let reset_vals: String = a.query_one(RESET_VALS, &[]).await?.get(0);
+        ensure!(
+            reset_vals == "DateStyle=Postgres, MDY TimeZone=PST8PDT application_name=gh_startup enable_seqscan=off",
+            "pg_settings.reset_val: {reset_vals}"
+        );
+        for reset in [
+            "RESET datestyle; RESET timezone; RESET enable_seqscan; RESET application_name",
+            "SET datestyle TO DEFAULT; SET timezone TO DEFAULT; SET enable_seqscan TO DEFAULT; SET application_name TO DEFAULT",
+            "RESET ALL",
+            "DISCARD ALL",
+        ] {
+            a.batch_execute("SET datestyle = 'ISO, DMY'; SET timezone = 'UTC'; SET enable_seqscan = on; SET application_name = 'other'")
+                .await?;
+            ensure!(show(&a).await?[0] == "ISO, DMY", "SET not kept before {reset}");
+            a.batch_execute(reset).await?;
+            ensure!(show(&a).await? == startup, "after {reset}: {:?}", show(&a).await?);
+        }
+        drop(a);
+        // Another client (other startup parameters) gets none of them.
+        let b = solo_with(ctx, "").await?;
+        let seen = show(&b).await?;
+        ensure!(seen[0] != startup[0] && seen[1] != startup[1], "startup values leaked: {seen:?}");
+        ensure!(seen[2] == "on" && seen[3] != "gh_startup", "startup values leaked: {seen:?}");
+        b.batch_execute("RESET ALL").await?;
+        ensure!(show(&b).await?[2] == "on", "RESET ALL took another client's startup value");
+        drop(b);
+        // The same set again: the connection opened with it is reused.
+        let c = solo_with(ctx, STARTUP).await?;
+        let pid_c: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+        ensure!(pid_c == pid_a, "a connection opened with the same startup set was not reused ({pid_a} vs {pid_c})");
+        ensure!(show(&c).await? == startup, "reused: {:?}", show(&c).await?);
         Ok(())
     })
 }

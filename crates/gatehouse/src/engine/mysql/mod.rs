@@ -154,6 +154,7 @@ impl Engine for MyEngine {
         backend: &str,
         secret: &Secret,
         database: &str,
+        _startup: &[(String, String)],
         timeout: Duration,
         tls: &BackendTls,
     ) -> Result<MyConn, ProxyError> {

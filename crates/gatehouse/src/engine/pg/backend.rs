@@ -188,16 +188,18 @@ impl PgConn {
     }
 }
 
-/// Opens and authenticates a backend connection.
+/// Opens and authenticates a backend connection, with `startup`'s
+/// parameters in its startup packet after the user and database.
 pub async fn connect(
     addr: &str,
     secret: &Secret,
     database: &str,
+    startup: &[(String, String)],
     timeout: Duration,
     tls: &BackendTls,
 ) -> Result<PgConn, ProxyError> {
     let work = async {
-        let mut conn = connect_inner(addr, secret, database, tls).await?;
+        let mut conn = connect_inner(addr, secret, database, startup, tls).await?;
         let values = super::tracked::read(&mut conn).await?;
         conn.initial = values.clone();
         conn.tracked = Some(values);
@@ -249,7 +251,13 @@ async fn open_stream(addr: &str, tls: &BackendTls) -> Result<BackendStream, Prox
     }
 }
 
-async fn connect_inner(addr: &str, secret: &Secret, database: &str, tls: &BackendTls) -> Result<PgConn, ProxyError> {
+async fn connect_inner(
+    addr: &str,
+    secret: &Secret,
+    database: &str,
+    startup: &[(String, String)],
+    tls: &BackendTls,
+) -> Result<PgConn, ProxyError> {
     let stream = open_stream(addr, tls).await?;
     let mut conn = PgConn {
         tls_in_use: stream.tls_summary(),
@@ -267,7 +275,12 @@ async fn connect_inner(addr: &str, secret: &Secret, database: &str, tls: &Backen
         tick: 0,
         cancels: Arc::default(),
     };
-    let hello = startup::startup_message([("user", secret.user.as_str()), ("database", database)]);
+    let identity = [("user", secret.user.as_str()), ("database", database)];
+    let hello = startup::startup_message(
+        identity
+            .into_iter()
+            .chain(startup.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+    );
     conn.stream.write_all(&hello).await.map_err(|e| io_error(addr, e))?;
     let mut auth = BackendStartup::new(&secret.user, Some(secret.password.expose()));
     let mut out = BytesMut::new();
@@ -354,7 +367,7 @@ pub async fn probe(
     let work = async {
         let mut conn = match cached.map(|mut c| (c.tls == *tls && is_usable(&mut c), c)) {
             Some((true, c)) => c,
-            _ => connect_inner(addr, secret, "postgres", tls).await?,
+            _ => connect_inner(addr, secret, "postgres", &[], tls).await?,
         };
         let rows = conn.control_query(PROBE_SQL).await?;
         let row = rows.first().ok_or_else(|| io_error(addr, "probe returned no row"))?;

@@ -133,6 +133,7 @@ mod tests {
             backend: "127.0.0.1:5432".into(),
             user: "u".into(),
             database: db.into(),
+            startup: Vec::new(),
         }
     }
 

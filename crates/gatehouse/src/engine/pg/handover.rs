@@ -37,7 +37,7 @@ pub(super) async fn run_session(
     cap: Option<&TenantCap>,
     meter: &mut crate::meter::SessionMeter,
 ) -> Result<(), ProxyError> {
-    let Some(mut lease) = Box::pin(prepare_backend(core, endpoint, stream, &mut pool, wanted, cap)).await? else {
+    let Some(mut lease) = Box::pin(session_backend(core, endpoint, stream, &mut pool, wanted, cap)).await? else {
         return Ok(());
     };
     cancel.slot.set(lease.conn().cancel_target());
@@ -86,6 +86,41 @@ pub(super) async fn run_session(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Session mode's connection: one opened with the client's startup
+/// parameters, from the pool of connections opened with exactly that set
+/// ([`crate::pool::PoolKey::startup`]), so that `RESET`, `RESET ALL`,
+/// `DISCARD ALL` and `pg_settings.reset_val` answer as on a direct
+/// connection (a `SET` on a shared connection would leave the server's
+/// defaults as the reset values). The first session with a set tries it
+/// on a shared connection: a value the server refuses is the client's
+/// FATAL error, as at a direct login, and never a failed backend connect.
+/// A client without startup parameters takes a shared connection.
+/// `Ok(None)`: the client has been refused (see [`prepare_backend`]).
+async fn session_backend(
+    core: &Core<PgEngine>,
+    endpoint: &EndpointSettings,
+    stream: &mut ClientStream,
+    pool: &mut Arc<Pool<PgEngine>>,
+    wanted: &[(String, String)],
+    cap: Option<&TenantCap>,
+) -> Result<Option<Lease<PgEngine>>, ProxyError> {
+    if wanted.is_empty() {
+        return Box::pin(prepare_backend(core, endpoint, stream, pool, wanted, cap)).await;
+    }
+    if !core.has_pool_with_startup(pool, wanted) {
+        let Some(tried) = Box::pin(prepare_backend(core, endpoint, stream, pool, wanted, cap)).await? else {
+            return Ok(None);
+        };
+        tried.release().await;
+    }
+    *pool = core.pool_with_startup(endpoint, pool, wanted.to_vec())?;
+    // Its connections are opened with the set and reset (DISCARD ALL) back
+    // to it: nothing to apply.
+    Box::pin(core.lease(endpoint, pool, cap, crate::topology::Intent::Write))
+        .await
+        .map(Some)
 }
 
 /// Borrows a backend connection and makes it the client's: tracked

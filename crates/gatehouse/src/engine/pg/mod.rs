@@ -50,10 +50,11 @@ impl Engine for PgEngine {
         backend: &str,
         secret: &Secret,
         database: &str,
+        startup: &[(String, String)],
         timeout: Duration,
         tls: &BackendTls,
     ) -> Result<PgConn, ProxyError> {
-        backend::connect(backend, secret, database, timeout, tls).await
+        backend::connect(backend, secret, database, startup, timeout, tls).await
     }
 
     async fn initialize(&self, conn: &mut PgConn, sql: &str) -> Result<(), ProxyError> {

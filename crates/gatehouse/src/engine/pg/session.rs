@@ -446,9 +446,19 @@ async fn begin(
     let Some(start) = greeted else {
         return Ok(None);
     };
+    let mut pinned = start.pinned;
+    if endpoint.pool_mode == PoolMode::Session && !wanted.is_empty() {
+        // As in the relay ([`run_session`]): the session's connections are
+        // opened with its startup parameters (the greeting, on a shared
+        // connection or cached, had the server take them).
+        if let Some((lease, _)) = pinned.take() {
+            lease.release().await;
+        }
+        pool = core.pool_with_startup(endpoint, &pool, wanted)?;
+    }
     let mut tx = TxSession::new(core.clone(), endpoint.clone(), pool, cancel, start.desired, inspect);
     tx.backend_cap = cap;
-    if let Some((lease, detail)) = start.pinned {
+    if let Some((lease, detail)) = pinned {
         tx.start_pinned(lease, "startup_untracked", detail);
     } else if endpoint.pool_mode == PoolMode::Session {
         tx.pin_session_mode();
