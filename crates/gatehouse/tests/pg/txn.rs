@@ -31,6 +31,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "txn::reset_returns_to_the_startup_values_not_the_servers",
             reset_to_startup_values,
         ),
+        (
+            "txn::reset_to_startup_values_reaches_the_client_as_parameter_status_pinned_or_not",
+            reset_reported_pinned_or_not,
+        ),
     ]
 }
 
@@ -502,6 +506,71 @@ fn reset_to_startup_values(ctx: &Ctx) -> Result<()> {
         a.batch_execute("BEGIN; RESET datestyle; SET datestyle = 'German'; COMMIT").await?;
         ensure!(show(&a).await?.0 == "German, DMY", "{:?}", show(&a).await?);
         ensure!(text(&b, "SHOW datestyle").await? == server_datestyle, "leaked at the end");
+        Ok(())
+    })
+}
+
+/// The startup value a `RESET` goes back to reaches the client the way a
+/// server's own change does (ParameterStatus, which libpq and pgjdbc keep
+/// their view of `DateStyle`, `TimeZone` and `client_encoding` from), and
+/// holds on a pinned session too (whose connection, opened without the
+/// client's startup parameters, would reset to the server's defaults).
+fn reset_reported_pinned_or_not(ctx: &Ctx) -> Result<()> {
+    use bytes::BytesMut;
+    use gatehouse_proto_pg::messages;
+    use std::time::Duration;
+    ctx.rt.block_on(async {
+        let mut raw = crate::raw::Raw::connect(ctx.addr("tx")).await?;
+        raw.login(
+            &[("user", "alice"), ("database", "app1"), ("DateStyle", "Postgres, MDY")],
+            "alice-pw",
+        )
+        .await?;
+        for pinned in [false, true] {
+            if pinned {
+                raw.query("SET work_mem = '1234kB'").await?;
+            }
+            raw.query("SET datestyle = 'ISO, DMY'").await?;
+            let mut out = BytesMut::new();
+            messages::put_query(&mut out, "RESET datestyle");
+            raw.send(&out).await?;
+            // Every DateStyle the client is told, up to ReadyForQuery and a
+            // moment after (ParameterStatus may come at any time).
+            let mut told = Vec::new();
+            let mut ready = false;
+            loop {
+                let m = if ready {
+                    match tokio::time::timeout(Duration::from_millis(300), raw.read(Duration::from_secs(10))).await {
+                        Ok(m) => m?,
+                        Err(_) => break,
+                    }
+                } else {
+                    raw.read(Duration::from_secs(10)).await?
+                };
+                let Some(m) = m else { break };
+                match m[0] {
+                    b'S' => {
+                        let (name, value) = messages::parse_parameter_status(&m)?;
+                        if name.eq_ignore_ascii_case("datestyle") {
+                            told.push(value.to_string());
+                        }
+                    }
+                    b'Z' => ready = true,
+                    b'E' => anyhow::bail!("RESET failed: {:?}", messages::parse_error(&m)?),
+                    _ => {}
+                }
+            }
+            ensure!(ready, "pinned {pinned}: no ReadyForQuery");
+            ensure!(
+                told.last().map(String::as_str) == Some("Postgres, MDY"),
+                "pinned {pinned}: the client was told DateStyle {told:?}"
+            );
+            let shown = raw.query("SHOW datestyle").await?;
+            ensure!(
+                shown == ["Postgres, MDY"],
+                "pinned {pinned}: SHOW datestyle after RESET: {shown:?}"
+            );
+        }
         Ok(())
     })
 }

@@ -58,6 +58,22 @@ pub fn with_baseline(read: &Values, baseline: &Values, reset: u16) -> Values {
     std::sync::Arc::new(values)
 }
 
+/// ParameterStatus messages, into `out`, for the parameters the server
+/// reports (those in `reported`, the connection's ParameterStatus list)
+/// whose value goes from `from` (what the client was last told) to `to`:
+/// a value the proxy set, not the client, reaches the client as the
+/// server's own change would.
+pub fn announce(reported: &[(String, String)], from: &Values, to: &Values, out: &mut bytes::BytesMut) {
+    for ((name, old), new) in TRACKED.iter().zip(from.iter()).zip(to.iter()) {
+        if old == new {
+            continue;
+        }
+        if let Some((server_name, _)) = reported.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            gatehouse_proto_pg::messages::put_parameter_status(out, server_name, new);
+        }
+    }
+}
+
 /// Values of [`TRACKED`], in that order; shared, since most sessions and
 /// connections hold the same (default) values.
 pub type Values = std::sync::Arc<Vec<String>>;

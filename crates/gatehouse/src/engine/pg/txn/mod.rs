@@ -467,6 +467,10 @@ impl TxSession {
                     self.flush(client).await?;
                     self.record_answered(answered);
                     self.maybe_release().await?;
+                    if !self.to_client.is_empty() {
+                        // ParameterStatus for values a reset took back to the startup ones.
+                        self.flush(client).await?;
+                    }
                     if self.held && self.queue.is_empty() {
                         // The read's answers are in: the waiting exchange goes on.
                         self.held = false;

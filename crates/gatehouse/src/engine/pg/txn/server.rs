@@ -27,12 +27,13 @@ impl TxSession {
                 "transaction blocks not allowed in statement pooling mode",
             )));
         }
-        if self.pinned.is_some()
-            || !self.queue.is_empty()
-            || self.unsynced
-            || self.status != b'I'
-            || self.b_remaining > 0
-        {
+        if !self.queue.is_empty() || self.unsynced || self.status != b'I' || self.b_remaining > 0 {
+            return Ok(());
+        }
+        if self.pinned.is_some() {
+            if self.readback && self.resets != 0 {
+                return Box::pin(self.restore_resets_here()).await;
+            }
             return Ok(());
         }
         let Some(mut lease) = self.lease.take() else {
@@ -52,7 +53,9 @@ impl TxSession {
                     self.desired = if self.resets == 0 {
                         values.clone()
                     } else {
-                        tracked::with_baseline(&values, &self.baseline, std::mem::take(&mut self.resets))
+                        let desired = tracked::with_baseline(&values, &self.baseline, std::mem::take(&mut self.resets));
+                        tracked::announce(&lease.conn().params, &values, &desired, &mut self.to_client);
+                        desired
                     };
                     lease.conn().tracked = Some(values);
                 }
@@ -66,6 +69,30 @@ impl TxSession {
         }
         self.cancel.slot.set(None);
         lease.recycle();
+        Ok(())
+    }
+
+    /// A pinned session's connection stays its own: what its transaction
+    /// reset (to the connection's defaults, the server's) is set to the
+    /// session's startup values on it now, before its next statement, and
+    /// the client is told the reported ones' values (ParameterStatus).
+    async fn restore_resets_here(&mut self) -> Result<(), End> {
+        let Some(lease) = self.lease.as_mut() else {
+            return Ok(());
+        };
+        let conn = lease.conn();
+        if !conn.buf.is_empty() {
+            return Ok(());
+        }
+        self.readback = false;
+        let resets = std::mem::take(&mut self.resets);
+        let gone = |e: ProxyError| End::BackendGone(e.to_string());
+        let values = Box::pin(tracked::read(conn)).await.map_err(gone)?;
+        let desired = tracked::with_baseline(&values, &self.baseline, resets);
+        conn.tracked = Some(values.clone());
+        Box::pin(tracked::apply(conn, &desired)).await.map_err(gone)?;
+        tracked::announce(&conn.params, &values, &desired, &mut self.to_client);
+        self.desired = desired;
         Ok(())
     }
 
