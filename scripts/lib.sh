@@ -8,7 +8,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # the shared target directory (13 GB of it after a few runs).
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 
-GH_PACKAGES=(postgresql-15 postgresql-client-15 mariadb-server mariadb-client pgbouncer sysbench openssl chromium jq curl)
+GH_PACKAGES=(postgresql-15 postgresql-client-15 mariadb-server mariadb-client pgbouncer sysbench openssl chromium jq curl dpkg-dev gcc bzip2)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
