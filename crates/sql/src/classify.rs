@@ -7,7 +7,7 @@ use crate::effect::{Effect, PinReason};
 use crate::lexer::Kind;
 use crate::prepared::{classify_deallocate, classify_execute, classify_prepare};
 use crate::reset::{classify_discard, classify_reset};
-use crate::scan::{Prefilter, prefilter, scan_functions};
+use crate::scan::{Prefilter, do_block_sets, prefilter, scan_functions};
 use crate::set::classify_set;
 use crate::set_config::simple_set_config;
 use crate::split::split_statements;
@@ -84,6 +84,7 @@ fn by_keyword(kw: &[u8], cur: &mut Cursor<'_>, stmt: &str, hits: Prefilter, allo
         b"deallocate" => classify_deallocate(cur),
         b"listen" => Effect::Pin(PinReason::Listen),
         b"load" => Effect::Pin(PinReason::Load),
+        b"do" if do_block_sets(stmt) => Effect::Pin(PinReason::SetInBlock),
         b"explain" if allow_explain => explain(cur, stmt),
         b"select" | b"insert" | b"update" | b"delete" | b"merge" | b"with" | b"values" | b"table" | b"copy"
         | b"show" | b"explain" | b"analyze" | b"analyse" | b"vacuum" | b"create" | b"alter" | b"drop" | b"truncate"

@@ -65,6 +65,10 @@ pub enum PinReason {
     SetSessionAuthorization,
     /// `LOAD 'file'`.
     Load,
+    /// A `DO` block whose body runs `SET` or `RESET` (a PL/pgSQL statement,
+    /// or `EXECUTE` of a string that starts with one): a session-level
+    /// setting the proxy cannot see the value of.
+    SetInBlock,
     /// Unknown first keyword, malformed `SET`/`RESET`, a `set_config` call
     /// that is not a plain-literal `SELECT set_config(...)`, or a setting that
     /// changes how SQL text is lexed. The caller should pin conservatively.
@@ -82,6 +86,7 @@ impl PinReason {
             PinReason::SetRole => "set_role",
             PinReason::SetSessionAuthorization => "set_session_authorization",
             PinReason::Load => "load",
+            PinReason::SetInBlock => "set_in_do_block",
             PinReason::Unrecognized => "unrecognized",
         }
     }

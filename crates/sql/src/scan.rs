@@ -51,6 +51,47 @@ pub(crate) fn scan_functions(stmt: &str, into_strings: bool) -> Option<PinReason
     scan_tokens(stmt, if into_strings { MAX_STRING_DEPTH } else { 0 })
 }
 
+/// Whether a `DO` statement's body (its string constants, read as
+/// PL/pgSQL) runs `SET` or `RESET` as a statement of its own (the first
+/// word after the body's start, `;`, `BEGIN`, `LOOP`, `THEN` or `ELSE`:
+/// not `UPDATE ... SET` nor `ALTER ... SET`), or `EXECUTE`s a string, or
+/// `format(` of one, that starts with either.
+pub(crate) fn do_block_sets(stmt: &str) -> bool {
+    Lexer::new(stmt).any(|tok| tok.kind == Kind::String && body_sets(string_body(&stmt[tok.start..tok.end])))
+}
+
+fn body_sets(body: &str) -> bool {
+    const STATEMENT_START: [&str; 6] = [";", "begin", "loop", "then", "else", "declare"];
+    let mut at_start = true;
+    let mut after_execute = false;
+    for tok in Lexer::new(body) {
+        let text = &body[tok.start..tok.end];
+        let setting = |w: &str| w.eq_ignore_ascii_case("set") || w.eq_ignore_ascii_case("reset");
+        match tok.kind {
+            Kind::Word if at_start && setting(text) => return true,
+            Kind::String if after_execute => {
+                let first = string_body(text).split_whitespace().next().unwrap_or("");
+                if setting(first) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        // `EXECUTE 'SET ...'`, `EXECUTE format('SET %I ...', ...)`.
+        after_execute = match tok.kind {
+            Kind::Word if text.eq_ignore_ascii_case("execute") => true,
+            Kind::Word if after_execute && text.eq_ignore_ascii_case("format") => true,
+            Kind::Punct if after_execute && text == "(" => true,
+            _ => false,
+        };
+        at_start = match tok.kind {
+            Kind::Word | Kind::Punct => STATEMENT_START.iter().any(|w| text.eq_ignore_ascii_case(w)),
+            _ => false,
+        };
+    }
+    false
+}
+
 fn starts_with_ci(hay: &[u8], needle: &[u8]) -> bool {
     hay.get(..needle.len()).is_some_and(|h| h.eq_ignore_ascii_case(needle))
 }

@@ -110,10 +110,40 @@ fn labels_are_distinct() {
         PinReason::SetRole,
         PinReason::SetSessionAuthorization,
         PinReason::Load,
+        PinReason::SetInBlock,
         PinReason::Unrecognized,
     ];
     let mut labels: Vec<_> = all.iter().map(|r| r.as_str()).collect();
     labels.sort_unstable();
     labels.dedup();
     assert_eq!(labels.len(), all.len());
+}
+
+#[test]
+fn do_block_that_sets_or_resets_a_parameter_pins() {
+    for stmt in [
+        // brin's loop, from PostgreSQL's regression suite.
+        "DO $x$\nDECLARE r record;\nBEGIN\n  FOR r IN SELECT 1 LOOP\n    SET enable_seqscan = 0;\n  END LOOP;\nEND;\n$x$",
+        "DO $$ BEGIN SET work_mem = '1MB'; END $$",
+        "DO LANGUAGE plpgsql $$ BEGIN IF true THEN RESET work_mem; END IF; END $$",
+        "do 'begin perform 1; set local_thing.x = 1; end'",
+        "DO $$ BEGIN EXECUTE 'SET work_mem = ''1MB'''; END $$",
+        "DO $$ BEGIN EXECUTE format('set %I = %L', 'work_mem', '1MB'); END $$",
+        "DO $$ BEGIN IF false THEN NULL; ELSE SET enable_seqscan = off; END IF; END $$",
+    ] {
+        assert_eq!(classify(stmt), pin(PinReason::SetInBlock), "{stmt}");
+    }
+}
+
+#[test]
+fn do_block_with_update_set_or_alter_set_does_not_pin() {
+    for stmt in [
+        "DO $$ BEGIN UPDATE t SET a = 1; END $$",
+        "DO $$ BEGIN INSERT INTO t VALUES (1) ON CONFLICT (a) DO UPDATE SET a = 2; END $$",
+        "DO $$ BEGIN ALTER TABLE t ALTER COLUMN a SET DEFAULT 1; END $$",
+        "DO $$ BEGIN EXECUTE 'UPDATE t SET a = 1'; RAISE NOTICE 'set'; END $$",
+        "DO $$ BEGIN PERFORM 1; END $$",
+    ] {
+        assert_eq!(classify(stmt), Effect::None, "{stmt}");
+    }
 }

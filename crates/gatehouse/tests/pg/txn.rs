@@ -35,6 +35,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "txn::reset_to_startup_values_reaches_the_client_as_parameter_status_pinned_or_not",
             reset_reported_pinned_or_not,
         ),
+        ("txn::set_inside_a_do_block_pins_and_never_leaks", set_in_do_block),
     ]
 }
 
@@ -571,6 +572,51 @@ fn reset_reported_pinned_or_not(ctx: &Ctx) -> Result<()> {
                 "pinned {pinned}: SHOW datestyle after RESET: {shown:?}"
             );
         }
+        Ok(())
+    })
+}
+
+/// A `DO` block that runs `SET` (PL/pgSQL; PostgreSQL's brin test does it
+/// in a loop) pins its session: the setting holds for it, on its one
+/// connection, and no other session gets that connection with it.
+fn set_in_do_block(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let before = ctx.core.stats.pins().get("set_in_do_block").copied().unwrap_or(0);
+        let a = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+        let b = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+        a.batch_execute("DO $$ BEGIN SET work_mem = '1234kB'; SET enable_seqscan = off; END $$")
+            .await?;
+        let after = ctx.core.stats.pins().get("set_in_do_block").copied().unwrap_or(0);
+        ensure!(
+            after == before + 1,
+            "pin count for set_in_do_block went {before} -> {after}"
+        );
+        let pid = text(&a, "SELECT pg_backend_pid()").await?;
+        for round in 0..10 {
+            ensure!(
+                text(&a, "SHOW enable_seqscan").await? == ["off"],
+                "round {round}: lost on its own session"
+            );
+            ensure!(
+                text(&a, "SELECT pg_backend_pid()").await? == pid,
+                "round {round}: pinned session moved"
+            );
+            let work_mem = text(&b, "SHOW work_mem").await?;
+            ensure!(
+                work_mem != ["1234kB"],
+                "round {round}: another client sees work_mem {work_mem:?}"
+            );
+            let seqscan = text(&b, "SHOW enable_seqscan").await?;
+            ensure!(
+                seqscan == ["on"],
+                "round {round}: another client sees enable_seqscan {seqscan:?}"
+            );
+        }
+        a.batch_execute("RESET enable_seqscan").await?;
+        ensure!(
+            text(&a, "SHOW enable_seqscan").await? == ["on"],
+            "RESET after the block"
+        );
         Ok(())
     })
 }

@@ -350,6 +350,7 @@ fn pin_reason(reason: &PinReason) -> (&'static str, &'static str) {
         PinReason::SetRole => ("set_role", "SET ROLE"),
         PinReason::SetSessionAuthorization => ("set_session_authorization", "SET SESSION AUTHORIZATION"),
         PinReason::Load => ("load", "LOAD"),
+        PinReason::SetInBlock => ("set_in_do_block", "SET or RESET inside a DO block"),
         PinReason::Unrecognized => ("unrecognized", "statement the classifier does not understand"),
     }
 }
