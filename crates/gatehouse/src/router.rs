@@ -140,17 +140,7 @@ impl<E: Engine> Core<E> {
         pool: &Pool<E>,
         database: &str,
     ) -> Result<Arc<Pool<E>>, ProxyError> {
-        let state = self.cluster_state(endpoint)?;
-        let mut key = pool.key().clone();
-        key.database = database.to_owned();
-        key.cluster.clone_from(&state.name);
-        let leases = state
-            .backends()
-            .iter()
-            .find(|b| b.addr == key.backend)
-            .map(|b| b.leases.clone())
-            .unwrap_or_default();
-        Ok(self.pool_on(&state, key, &pool.secret(), &leases))
+        self.pool_beside(endpoint, pool, |key| key.database = database.to_owned())
     }
 
     /// Whether the pool of connections opened with `startup` beside the
@@ -171,9 +161,21 @@ impl<E: Engine> Core<E> {
         pool: &Pool<E>,
         startup: Vec<(String, String)>,
     ) -> Result<Arc<Pool<E>>, ProxyError> {
+        self.pool_beside(endpoint, pool, |key| key.startup = startup)
+    }
+
+    /// The pool on the same backend as `pool`, in the endpoint's cluster as
+    /// the topology lists it now, with `change` made to its key.
+    fn pool_beside(
+        &self,
+        endpoint: &EndpointSettings,
+        pool: &Pool<E>,
+        change: impl FnOnce(&mut PoolKey),
+    ) -> Result<Arc<Pool<E>>, ProxyError> {
         let state = self.cluster_state(endpoint)?;
         let mut key = pool.key().clone();
-        key.startup = startup;
+        change(&mut key);
+        key.cluster.clone_from(&state.name);
         let leases = state
             .backends()
             .iter()
