@@ -39,6 +39,7 @@ mod tls_probe;
 mod tokens;
 mod topology_reload;
 mod txn;
+mod txn_resets;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -530,6 +531,7 @@ fn main() -> ExitCode {
     cases.extend(session::cases());
     cases.extend(bad_input::cases());
     cases.extend(txn::cases());
+    cases.extend(txn_resets::cases());
     cases.extend(differential::cases());
     cases.extend(limits::cases());
     cases.extend(tokens::cases());
