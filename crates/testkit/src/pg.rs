@@ -98,6 +98,10 @@ pub(crate) fn init_replica(
 
 /// (Re)write `data/gatehouse.conf`: everything specific to this server,
 /// including TLS (`ssl = on` with the cluster's certificate) when `tls`.
+/// Replicas send `hot_standby_feedback`, as replicas that serve reads
+/// usually do: without it a read on a replica that lags (the split tests
+/// delay replay on purpose) is cancelled "due to conflict with recovery"
+/// when the writer prunes a row version the read still needs.
 pub(crate) fn write_conf(t: &Tools, s: &Server, max_conn: u32, tls: Option<&Files>) -> Result<()> {
     let sock = socket_dir(&s.dir);
     let mut text = format!(
@@ -113,6 +117,7 @@ pub(crate) fn write_conf(t: &Tools, s: &Server, max_conn: u32, tls: Option<&File
          max_wal_senders = 10\n\
          wal_keep_size = 256MB\n\
          hot_standby = on\n\
+         hot_standby_feedback = on\n\
          password_encryption = 'scram-sha-256'\n\
          logging_collector = off\n\
          log_line_prefix = '%m [%p] %q%u@%d '\n",
