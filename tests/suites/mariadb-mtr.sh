@@ -123,11 +123,50 @@ tenant_databases() {
   {
     printf '%s\n' test mtr mysql information_schema performance_schema sys
     cat "$MTR_SRC"/main/*.test "$MTR_SRC"/include/*.inc | perl -ne '
-      while (/\bcreate\s+(?:database|schema)\s+(?:if\s+not\s+exists\s+)?`?(\w+)`?/gi) { print "$1\n" }
-      while (/(?:^|;)\s*(?:eval\s+)?use\s+`?(\w+)`?\s*;/gi) { print "$1\n" }
+      while (/\bcreate\s+(?:database|schema)\s+(?:if\s+not\s+exists\s+)?(?:`([^`]+)`|(\w+))/gi) { print "$1$2\n" }
+      while (/(?:^|;)\s*(?:eval\s+)?use\s+(?:`([^`]+)`|(\w+))\s*;/gi) { print "$1$2\n" }
       if (/^\s*(?:--)?\s*connect\s*\(([^)]*)\)/i) { my @a = split /\s*,\s*/, $1; print "$a[4]\n" if defined $a[4] }
       if (/^\s*(?:--)?\s*change_user\s+(.*?);?\s*$/i) { my @a = split /\s*,\s*/, $1; print "$a[2]\n" if defined $a[2] }'
-  } | grep -E '^[A-Za-z0-9_]+$' | sort -u | awk '{ printf "%s\"%s\"", (NR > 1 ? ", " : ""), $0 }'
+  } | grep -avE '^[$]|["\\]|[[:cntrl:]]|^$' | sort -u | awk '{ printf "%s\"%s\"", (NR > 1 ? ", " : ""), $0 }'
+}
+
+# tenant_users: the users other than root the suite's files connect as
+# (connect, change_user) with a literal name, each with the password it is
+# given most often, as "user<TAB>password" lines. Each becomes a tenant of
+# its own, backed by the server's user of that name with that password, so
+# the tests that create a user and connect as it run through the proxy too
+# (a test that gives the user another password sees 1045, as a tenant
+# proxy must answer).
+tenant_users() {
+  cat "$MTR_SRC"/main/*.test "$MTR_SRC"/include/*.inc | perl -ne '
+    my @a;
+    if (/^\s*(?:--)?\s*connect\s*\(([^)]*)\)/i) { @a = (split /\s*,\s*/, $1)[2, 3] }
+    elsif (/^\s*(?:--)?\s*change_user\s+(.*?);?\s*$/i) { @a = (split /\s*,\s*/, $1)[0, 1] }
+    next unless defined $a[0] && $a[0] =~ /^\w+$/ && $a[0] ne "root";
+    my $pw = $a[1] // ""; $pw = "" if $pw =~ /^\s*$/;
+    next unless $pw =~ /^\w*$/;
+    $n{$a[0]}{$pw}++;
+    END { for my $u (sort keys %n) { my ($best) = sort { $n{$u}{$b} <=> $n{$u}{$a} || $a cmp $b } keys %{$n{$u}}; print "$u\t$best\n" } }'
+}
+
+# tenants_toml: a tenant and a secret for each of tenant_users.
+tenants_toml() {
+  local user pw
+  while IFS=$'\t' read -r user pw; do
+    cat <<TOML
+
+[[tenants]]
+name = "$user"
+databases = [$DATABASES]
+secret = "$user"
+mysql_native_password = "$(printf '%s' "$pw" | "$GATEHOUSE" hash-password --mysql)"
+
+[[secrets]]
+name = "$user"
+user = "$user"
+password = "$pw"
+TOML
+  done < <(tenant_users)
 }
 
 # prepare_server: what mysql-test-run's bootstrap does to the servers it
@@ -192,6 +231,7 @@ mysql_native_password = "$(printf '' | "$GATEHOUSE" hash-password --mysql)"
 name = "root"
 user = "root"
 password = ""
+$TENANTS
 TOML
   "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
   "$GATEHOUSE" run --config "$dir/gatehouse.toml" >>"$dir/gatehouse.log" 2>&1 &
@@ -346,6 +386,7 @@ flock -n 9 || { echo "another run is using $OUT" >&2; exit 1; }
 build_release
 fetch_suite
 DATABASES=$(tenant_databases)
+TENANTS=$(tenants_toml)
 for t in "${TARGETS[@]}"; do run_target "$t"; done
 
 echo

@@ -70,6 +70,10 @@ impl<E: Engine> BackendShare<E> {
         for _ in 0..4 {
             let best = pools
                 .iter()
+                // A connection opened with other startup parameters
+                // (PostgreSQL's, MySQL's session capabilities) keeps them
+                // through a switch: never another pool's of another kind.
+                .filter(|p| for_pool.is_none_or(|f| p.key.startup == f.key.startup))
                 .filter_map(|p| {
                     let since = p.oldest_idle_since()?;
                     let rank = match for_pool {

@@ -5,6 +5,7 @@
 
 mod auth;
 mod backend_tls;
+mod caps;
 mod console;
 mod differential;
 mod kill;
@@ -516,6 +517,7 @@ fn main() -> ExitCode {
     let mut cases: Vec<(&'static str, Case)> = Vec::new();
     cases.extend(auth::cases());
     cases.extend(queries::cases());
+    cases.extend(caps::cases());
     cases.extend(txn::cases());
     cases.extend(session::cases());
     cases.extend(kill::cases());

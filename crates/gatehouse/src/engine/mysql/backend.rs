@@ -186,17 +186,24 @@ fn query_error(addr: &str, e: &ErrPacket) -> ProxyError {
 }
 
 /// Opens and authenticates a backend connection as `user`, on `database`
-/// when given, all within `timeout`.
+/// when given, asking for `session_caps` (of [`super::SESSION_CAPS`]) as
+/// far as the server has them, all within `timeout`.
 pub async fn connect(
     addr: &str,
     user: &str,
     password: &[u8],
     database: Option<&str>,
+    session_caps: u32,
     timeout: Duration,
     tls: &BackendTls,
 ) -> Result<MyConn, ProxyError> {
     let password = Arc::new(Zeroizing::new(password.to_vec()));
-    match tokio::time::timeout(timeout, connect_inner(addr, user, password, database, tls)).await {
+    match tokio::time::timeout(
+        timeout,
+        connect_inner(addr, user, password, database, session_caps, tls),
+    )
+    .await
+    {
         Ok(r) => r,
         Err(_) => Err(io_error(addr, format!("connect timed out after {timeout:?}"))),
     }
@@ -207,6 +214,7 @@ async fn connect_inner(
     user: &str,
     password: Arc<Zeroizing<Vec<u8>>>,
     database: Option<&str>,
+    session_caps: u32,
     tls: &BackendTls,
 ) -> Result<MyConn, ProxyError> {
     let tcp = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
@@ -218,6 +226,7 @@ async fn connect_inner(
         user,
         password: &password,
         database,
+        session_caps,
     };
     let (stream, done) = match auth::login(tcp, &mut rbuf, &who).await {
         // `prefer` after a failed handshake: once more, in plain text.
@@ -500,7 +509,7 @@ pub async fn terminate(target: MyCancelTarget) -> Result<(), ProxyError> {
 async fn kill(target: MyCancelTarget, statement: &str) -> Result<(), ProxyError> {
     let work = async {
         let tls = target.tls.for_companion_of(target.tls_in_use.is_some());
-        let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None, &tls).await?;
+        let mut conn = connect_inner(&target.addr, &target.user, target.password.clone(), None, 0, &tls).await?;
         let r = conn.query_raw(&format!("{statement} {}", target.connection_id)).await?;
         conn.close().await;
         match r {

@@ -107,6 +107,10 @@ impl Session {
         }
         let admitted = core
             .admit(&self.endpoint, &tenant, database.as_deref().unwrap_or(""))
+            .and_then(|mut a| {
+                a.pool = super::pool_for_caps(&core, &self.endpoint, a.pool, self.caps)?;
+                Ok(a)
+            })
             .map_err(|e| (seq, e))?;
         self.reset_state().await;
         self._tenant_slot = admitted.slot;

@@ -30,6 +30,58 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_PLUGIN_AUTH
     | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
 
+/// Capabilities that change what the server does for the session, which
+/// only a connection's handshake can ask for: `CLIENT_FOUND_ROWS` (an
+/// UPDATE's affected rows count the rows matched, as Connector/J and
+/// MariaDB Connector/J ask by default), `CLIENT_IGNORE_SPACE` (the
+/// session's `sql_mode` gets `IGNORE_SPACE`: the `mysql` client's `-i`)
+/// and `CLIENT_INTERACTIVE` (`wait_timeout` is `interactive_timeout`).
+/// Clients are offered them; a client that asks for any leases from the
+/// pool of backend connections opened with the same ones
+/// ([`session_caps_startup`]).
+pub const SESSION_CAPS: u32 = CLIENT_FOUND_ROWS | CLIENT_IGNORE_SPACE | CLIENT_INTERACTIVE;
+
+/// The [`crate::pool::PoolKey::startup`] entry naming the session
+/// capabilities backend connections are opened with.
+const CAPS_STARTUP_KEY: &str = "client_flags";
+
+/// The session capabilities among `caps` as a pool's startup parameters:
+/// none for a client that asked for none (the shared pool), else the
+/// pool of connections opened with exactly these.
+pub fn session_caps_startup(caps: u32) -> Vec<(String, String)> {
+    let caps = caps & SESSION_CAPS;
+    if caps == 0 {
+        return Vec::new();
+    }
+    vec![(CAPS_STARTUP_KEY.to_owned(), format!("{caps:#x}"))]
+}
+
+/// The pool a session whose client asked for `caps` leases from, given the
+/// pool admission chose: `pool` itself, or the pool beside it of backend
+/// connections opened with the same [`SESSION_CAPS`].
+pub fn pool_for_caps(
+    core: &Core<MyEngine>,
+    endpoint: &crate::config::EndpointSettings,
+    pool: Arc<crate::pool::Pool<MyEngine>>,
+    caps: u32,
+) -> Result<Arc<crate::pool::Pool<MyEngine>>, ProxyError> {
+    let startup = session_caps_startup(caps);
+    if startup.is_empty() {
+        return Ok(pool);
+    }
+    core.pool_with_startup(endpoint, &pool, startup)
+}
+
+/// The session capabilities a pool's startup parameters name (the inverse
+/// of [`session_caps_startup`]); anything else there is ignored.
+fn startup_caps(startup: &[(String, String)]) -> u32 {
+    startup
+        .iter()
+        .filter(|(k, _)| k == CAPS_STARTUP_KEY)
+        .filter_map(|(_, v)| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .fold(0, |all, c| all | (c & SESSION_CAPS))
+}
+
 mod console;
 pub mod kill;
 mod lease;
@@ -154,13 +206,14 @@ impl Engine for MyEngine {
         backend: &str,
         secret: &Secret,
         database: &str,
-        _startup: &[(String, String)],
+        startup: &[(String, String)],
         timeout: Duration,
         tls: &BackendTls,
     ) -> Result<MyConn, ProxyError> {
         let db = (!database.is_empty()).then_some(database);
         let password = secret.password.expose().as_bytes();
-        let conn = backend::connect(backend, &secret.user, password, db, timeout, tls).await?;
+        let caps = startup_caps(startup);
+        let conn = backend::connect(backend, &secret.user, password, db, caps, timeout, tls).await?;
         self.learn_version(&conn.server_version);
         Ok(conn)
     }

@@ -198,12 +198,17 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         );
         return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
     }
-    let admitted = match core.admit(&endpoint, &tenant, database.as_deref().unwrap_or("")) {
+    let caps = response.capabilities & (super::RELAY_CAPS | super::SESSION_CAPS);
+    let admitted = match core
+        .admit(&endpoint, &tenant, database.as_deref().unwrap_or(""))
+        .and_then(|mut a| {
+            a.pool = super::pool_for_caps(&core, &endpoint, a.pool, caps)?;
+            Ok(a)
+        }) {
         Ok(a) => a,
         Err(e) => return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await,
     };
     cancel.claim(&tenant.name);
-    let caps = response.capabilities & super::RELAY_CAPS;
     let mut ok = BytesMut::new();
     OkPacket {
         status: SERVER_STATUS_AUTOCOMMIT,

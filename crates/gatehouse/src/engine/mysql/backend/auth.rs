@@ -103,6 +103,9 @@ pub struct Login<'a> {
     pub user: &'a str,
     pub password: &'a [u8],
     pub database: Option<&'a str>,
+    /// Of [`super::super::SESSION_CAPS`], those to ask for at login (a
+    /// COM_CHANGE_USER keeps the connection's).
+    pub session_caps: u32,
 }
 
 /// Runs the connection phase on a fresh socket; gives back the socket,
@@ -117,7 +120,7 @@ pub async fn login(
         return Err(LoginError::Server(ErrPacket::decode(&first.payload)?));
     }
     let greeting = HandshakeV10::decode(&first.payload)?;
-    let mut caps = RELAY_CAPS & greeting.capabilities;
+    let mut caps = (RELAY_CAPS | who.session_caps) & greeting.capabilities;
     if who.database.is_none() {
         caps &= !CLIENT_CONNECT_WITH_DB;
     }

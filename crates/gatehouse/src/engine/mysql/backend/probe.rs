@@ -99,7 +99,7 @@ pub async fn probe_with(
             Some((true, c)) => c,
             _ => {
                 let password = Arc::new(Zeroizing::new(password.to_vec()));
-                connect_inner(addr, user, password, None, tls).await?
+                connect_inner(addr, user, password, None, 0, tls).await?
             }
         };
         let result = match conn.query_raw(PROBE_SQL).await? {

@@ -37,6 +37,7 @@ impl MyConn {
             user,
             password,
             database,
+            session_caps: 0,
         };
         let exchange = auth::change_user(
             &mut self.stream,

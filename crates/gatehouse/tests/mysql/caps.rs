@@ -1,0 +1,96 @@
+//! Session capabilities through the proxy: what a client asks for in its
+//! handshake that changes what the server does for its session
+//! (`CLIENT_FOUND_ROWS`, `CLIENT_IGNORE_SPACE`) holds on every pooled
+//! connection its statements run on, and never reaches a client that did
+//! not ask for it, with both kinds of client sharing one small pool.
+
+use anyhow::{Result, ensure};
+use mysql_async::prelude::*;
+
+use crate::Ctx;
+
+pub fn cases() -> Vec<(&'static str, crate::Case)> {
+    vec![
+        (
+            "caps::found_rows_counts_matched_rows_only_for_clients_that_ask",
+            found_rows,
+        ),
+        (
+            "caps::ignore_space_from_the_handshake_is_the_sessions_sql_mode",
+            ignore_space,
+        ),
+    ]
+}
+
+/// An UPDATE that sets a row to the value it has: 1 affected row for a
+/// client with `CLIENT_FOUND_ROWS` (matched), 0 for one without (changed),
+/// as direct, in transaction mode on a pool of 2 shared by both, round
+/// after round, and again after a COM_RESET_CONNECTION.
+fn found_rows(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let opts = |found: bool| {
+            mysql_async::OptsBuilder::from_opts(ctx.opts("small", "alice", "alice-pw", Some("app1")))
+                .client_found_rows(found)
+        };
+        let mut setup = mysql_async::Conn::new(opts(false)).await?;
+        setup
+            .query_drop("CREATE TABLE IF NOT EXISTS caps_found (id INT PRIMARY KEY, v INT)")
+            .await?;
+        setup.query_drop("REPLACE INTO caps_found VALUES (1, 7)").await?;
+        let mut found = mysql_async::Conn::new(opts(true)).await?;
+        let mut changed = mysql_async::Conn::new(opts(false)).await?;
+        for round in 0..8 {
+            if round == 4 {
+                found.reset().await?;
+                changed.reset().await?;
+            }
+            for (conn, want, who) in [(&mut found, 1, "found_rows"), (&mut changed, 0, "plain")] {
+                conn.query_drop("UPDATE caps_found SET v = 7 WHERE id = 1").await?;
+                let got = conn.affected_rows();
+                ensure!(
+                    got == want,
+                    "round {round}: the {who} client's UPDATE of an unchanged row: {got} affected rows, want {want}"
+                );
+            }
+            // Held across statements, both on a connection at once: the
+            // pool's two connections serve one client each.
+            setup.query_drop("DO 1").await?;
+        }
+        setup.query_drop("DROP TABLE caps_found").await?;
+        for c in [setup, found, changed] {
+            c.disconnect().await?;
+        }
+        Ok(())
+    })
+}
+
+/// The `mysql` client's `-i` (`CLIENT_IGNORE_SPACE`): the session's
+/// `sql_mode` has `IGNORE_SPACE` and `COUNT (*)` parses, while a client
+/// without it, served by the same pool in between, has neither.
+fn ignore_space(ctx: &Ctx) -> Result<()> {
+    let sql = "SELECT FIND_IN_SET('IGNORE_SPACE', @@sql_mode) > 0; SELECT COUNT (*) FROM (SELECT 1) t";
+    for round in 0..3 {
+        let r = crate::mysql_cli(ctx, "small", "alice", "alice-pw", false, &["-i"], sql)?;
+        ensure!(r.ok, "round {round}, with -i: {}", r.stderr);
+        ensure!(
+            r.stdout.lines().collect::<Vec<_>>() == ["1", "1"],
+            "round {round}, with -i: {}",
+            r.stdout
+        );
+        let r = crate::mysql_cli(ctx, "small", "alice", "alice-pw", false, &[], "SELECT @@sql_mode")?;
+        ensure!(r.ok, "round {round}, without -i: {}", r.stderr);
+        ensure!(
+            !r.stdout.contains("IGNORE_SPACE"),
+            "round {round}: a client without -i got IGNORE_SPACE: {}",
+            r.stdout
+        );
+        let r = crate::mysql_cli(ctx, "small", "alice", "alice-pw", false, &[], sql)?;
+        ensure!(
+            !r.ok && r.stderr.contains("1064"),
+            "round {round}: COUNT (*) without -i: {} {}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    Ok(())
+}
