@@ -118,7 +118,8 @@ fetch_suite() {
 
 # tenant_databases: the databases the suite's files name (CREATE DATABASE,
 # USE, a connect's or change_user's database) and the system ones, as the
-# items of a TOML list.
+# items of a TOML list (names TOML cannot hold, not UTF-8 or with quotes,
+# and variables left out).
 tenant_databases() {
   {
     printf '%s\n' test mtr mysql information_schema performance_schema sys
@@ -127,7 +128,7 @@ tenant_databases() {
       while (/(?:^|;)\s*(?:eval\s+)?use\s+(?:`([^`]+)`|(\w+))\s*;/gi) { print "$1$2\n" }
       if (/^\s*(?:--)?\s*connect\s*\(([^)]*)\)/i) { my @a = split /\s*,\s*/, $1; print "$a[4]\n" if defined $a[4] }
       if (/^\s*(?:--)?\s*change_user\s+(.*?);?\s*$/i) { my @a = split /\s*,\s*/, $1; print "$a[2]\n" if defined $a[2] }'
-  } | grep -avE '^[$]|["\\]|[[:cntrl:]]|^$' | sort -u | awk '{ printf "%s\"%s\"", (NR > 1 ? ", " : ""), $0 }'
+  } | grep -avE '^[$]|["\\]|[[:cntrl:]]|^$' | perl -ne 'print if utf8::decode(my $c = $_)' | sort -u | awk '{ printf "%s\"%s\"", (NR > 1 ? ", " : ""), $0 }'
 }
 
 # tenant_users: the users other than root the suite's files connect as

@@ -58,7 +58,7 @@ impl Env {
 
 /// [`backend::connect`] within [`TIMEOUT`], without TLS.
 async fn connect(addr: &str, user: &str, password: &[u8], database: Option<&str>) -> Result<MyConn, ProxyError> {
-    backend::connect(addr, user, password, database, TIMEOUT, &BackendTls::default()).await
+    backend::connect(addr, user, password, database, 0, TIMEOUT, &BackendTls::default()).await
 }
 
 fn rows(v: &[&[Option<&str>]]) -> Vec<Vec<Option<String>>> {

@@ -34,14 +34,20 @@ pub fn put_column_count(out: &mut BytesMut, n: usize) {
 
 /// The payload of one ColumnDefinition41 for a column of `kind`
 /// ([`MYSQL_TYPE_VAR_STRING`], [`MYSQL_TYPE_LONGLONG`] or
-/// [`MYSQL_TYPE_DOUBLE`]) in no schema or table.
-pub fn put_column_definition(out: &mut BytesMut, name: &str, kind: u8) {
+/// [`MYSQL_TYPE_DOUBLE`]) in no schema or table. `extended`: the session
+/// negotiated MariaDB's `MARIADB_CLIENT_EXTENDED_TYPE_INFO`, whose column
+/// definitions carry a block of extended type information after the
+/// names (MariaDB "Result set packets": empty here, a plain type).
+pub fn put_column_definition(out: &mut BytesMut, name: &str, kind: u8, extended: bool) {
     put_lenenc_bytes(out, b"def");
     for _ in 0..3 {
         put_lenenc_bytes(out, b""); // schema, table, org_table
     }
     put_lenenc_bytes(out, name.as_bytes());
     put_lenenc_bytes(out, name.as_bytes());
+    if extended {
+        put_lenenc_bytes(out, b"");
+    }
     put_lenenc_int(out, FIXED_FIELDS_LEN);
     let (collation, length, flags, decimals) = match kind {
         MYSQL_TYPE_LONGLONG => (BINARY_COLLATION, 20, BINARY_FLAG | NUM_FLAG, 0),
@@ -75,7 +81,7 @@ mod tests {
     #[test]
     fn a_column_definition_reads_back_field_by_field() {
         let mut out = BytesMut::new();
-        put_column_definition(&mut out, "cl_active", MYSQL_TYPE_LONGLONG);
+        put_column_definition(&mut out, "cl_active", MYSQL_TYPE_LONGLONG, false);
         let mut r = Reader::new(&out, "column definition");
         assert_eq!(r.lenenc_bytes().unwrap(), b"def");
         for _ in 0..3 {
@@ -91,6 +97,20 @@ mod tests {
         assert_eq!(r.u8().unwrap(), 0);
         assert_eq!(r.u16().unwrap(), 0);
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn an_extended_column_definition_has_an_empty_type_info_block_after_the_names() {
+        let mut plain = BytesMut::new();
+        put_column_definition(&mut plain, "x", MYSQL_TYPE_VAR_STRING, false);
+        let mut out = BytesMut::new();
+        put_column_definition(&mut out, "x", MYSQL_TYPE_VAR_STRING, true);
+        let mut r = Reader::new(&out, "column definition");
+        for want in [&b"def"[..], b"", b"", b"", b"x", b"x", b""] {
+            assert_eq!(r.lenenc_bytes().unwrap(), want);
+        }
+        assert_eq!(r.lenenc_int().unwrap(), FIXED_FIELDS_LEN);
+        assert_eq!(out.len(), plain.len() + 1);
     }
 
     #[test]

@@ -59,6 +59,32 @@ impl<E: Engine> BackendShare<E> {
             .collect()
     }
 
+    /// Closes the idle connection longest unused among the pools beside
+    /// `pool` (the same user and database, other startup parameters: see
+    /// [`super::PoolKey::startup`]), if any, as `pool` is about to open one.
+    /// They share the pool size for their leases ([`Pool::permits`]); a
+    /// new connection of one kind replacing an idle one of another keeps
+    /// their open connections within it too, where clients that change
+    /// kind (say, from one driver to another) would leave the old kind's
+    /// connections idle beside the new ones. (Counting first would race
+    /// with the opens under way, which are counted only once open.)
+    pub(super) fn make_room_beside(&self, pool: &Pool<E>) {
+        let oldest = self
+            .pools_with_idle()
+            .into_iter()
+            .filter(|p| {
+                p.key.cluster == pool.key.cluster
+                    && p.key.user == pool.key.user
+                    && p.key.database == pool.key.database
+                    && p.key.startup != pool.key.startup
+            })
+            .filter_map(|p| Some((p.oldest_idle_since()?, p)))
+            .min_by_key(|(since, _)| *since)
+            .map(|(_, p)| p);
+        // Dropped: closed, its place on the backend freed.
+        drop(oldest.and_then(|p| p.pop_oldest()));
+    }
+
     /// Takes the idle connection a lease of `for_pool` should get: one of
     /// that pool, else one of the same backend user (cheaper to move),
     /// else the one idle longest on the backend. With `None`, the one idle

@@ -381,6 +381,7 @@ impl<E: Engine> Pool<E> {
                 }
                 continue;
             }
+            self.share.make_room_beside(self);
             match self.share.acquire(self, switching, deadline).await? {
                 Place::Slot(slot) => return self.open_new(slot).await.map(|p| self.lent(p, permit)),
                 Place::Conn(handed) => {

@@ -2,9 +2,12 @@
 //! handshake that changes what the server does for its session
 //! (`CLIENT_FOUND_ROWS`, `CLIENT_IGNORE_SPACE`) holds on every pooled
 //! connection its statements run on, and never reaches a client that did
-//! not ask for it, with both kinds of client sharing one small pool.
+//! not ask for it, with both kinds of client sharing one small pool; and
+//! MariaDB's extended type information (`json` columns named as such)
+//! reaches the clients that negotiate it, in the proxy's own result sets
+//! too.
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use mysql_async::prelude::*;
 
 use crate::Ctx;
@@ -18,6 +21,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         (
             "caps::ignore_space_from_the_handshake_is_the_sessions_sql_mode",
             ignore_space,
+        ),
+        (
+            "caps::extended_type_info_shows_json_columns_as_direct",
+            extended_type_info,
         ),
     ]
 }
@@ -93,4 +100,59 @@ fn ignore_space(ctx: &Ctx) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The `mariadb` client negotiates `MARIADB_CLIENT_EXTENDED_TYPE_INFO`
+/// when the server offers it: `--column-type-info` then shows a JSON
+/// column's format. Through the proxy (transaction mode) the output is the
+/// server's own, as direct; the proxy's own result sets (`SHOW
+/// PROCESSLIST`) read back in that form too.
+fn extended_type_info(ctx: &Ctx) -> Result<()> {
+    let sql = r#"SELECT JSON_COMPACT('{"a": 1}') AS j, 1 AS n"#;
+    let proxy = ctx.addr("small");
+    let p = ctx.cluster.mysql_primary().context("no primary")?;
+    let su = (ctx.cluster.mysql_user(), ctx.cluster.mysql_password());
+    let through = type_info(&proxy.ip().to_string(), proxy.port(), ("alice", "alice-pw"), sql)?;
+    let direct = type_info(&p.host, p.port, su, sql)?;
+    ensure!(
+        direct.contains("(format=json)"),
+        "the server's own answer names no json format: {direct}"
+    );
+    ensure!(
+        through == direct,
+        "column type information differs:\nthrough the proxy:\n{through}\ndirect:\n{direct}"
+    );
+    let list = type_info(
+        &proxy.ip().to_string(),
+        proxy.port(),
+        ("alice", "alice-pw"),
+        "SHOW PROCESSLIST",
+    )?;
+    ensure!(
+        list.contains("Field   1:  `Id`") && list.contains("SHOW PROCESSLIST"),
+        "SHOW PROCESSLIST: {list}"
+    );
+    Ok(())
+}
+
+/// `mysql -vvv --column-type-info` output of `sql` on app1 at `host:port`,
+/// without the timing line.
+fn type_info(host: &str, port: u16, (user, password): (&str, &str), sql: &str) -> Result<String> {
+    let out = std::process::Command::new("mysql")
+        .args(["--no-defaults", "-h", host, "-P", &port.to_string()])
+        .args(["-u", user, &format!("-p{password}")])
+        .args(["--skip-ssl", "-vvv", "--column-type-info", "app1", "-e", sql])
+        .output()
+        .context("running mysql")?;
+    ensure!(
+        out.status.success(),
+        "{host}:{port}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // "1 row in set (0.000 sec)": the time differs from run to run.
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains(" in set ("))
+        .collect::<Vec<_>>()
+        .join("\n"))
 }

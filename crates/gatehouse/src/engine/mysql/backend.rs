@@ -60,6 +60,8 @@ pub struct MyConn {
     /// Server status flags of the last OK/EOF seen.
     pub status: u16,
     pub server_version: String,
+    /// The MariaDB extended capabilities the server offered (none for MySQL).
+    pub server_ext_caps: u32,
     /// The collation id the connection was opened with.
     pub charset: u8,
     /// The capabilities both sides agreed on.
@@ -186,14 +188,15 @@ fn query_error(addr: &str, e: &ErrPacket) -> ProxyError {
 }
 
 /// Opens and authenticates a backend connection as `user`, on `database`
-/// when given, asking for `session_caps` (of [`super::SESSION_CAPS`]) as
-/// far as the server has them, all within `timeout`.
+/// when given, asking for the session capabilities `session_caps`
+/// ([`super::session_word`]): the base ones as far as the server has them,
+/// the extended ones or the login fails; all within `timeout`.
 pub async fn connect(
     addr: &str,
     user: &str,
     password: &[u8],
     database: Option<&str>,
-    session_caps: u32,
+    session_caps: u64,
     timeout: Duration,
     tls: &BackendTls,
 ) -> Result<MyConn, ProxyError> {
@@ -214,7 +217,7 @@ async fn connect_inner(
     user: &str,
     password: Arc<Zeroizing<Vec<u8>>>,
     database: Option<&str>,
-    session_caps: u32,
+    session_caps: u64,
     tls: &BackendTls,
 ) -> Result<MyConn, ProxyError> {
     let tcp = TcpStream::connect(addr).await.map_err(|e| io_error(addr, e))?;
@@ -226,7 +229,8 @@ async fn connect_inner(
         user,
         password: &password,
         database,
-        session_caps,
+        session_caps: (session_caps & u64::from(u32::MAX)) as u32,
+        session_ext_caps: (session_caps >> 32) as u32,
     };
     let (stream, done) = match auth::login(tcp, &mut rbuf, &who).await {
         // `prefer` after a failed handshake: once more, in plain text.
@@ -251,6 +255,7 @@ async fn connect_inner(
         connection_id,
         status: done.status,
         server_version: done.greeting.real_version().to_owned(),
+        server_ext_caps: done.greeting.mariadb_ext_caps,
         charset: auth::CONNECTION_CHARSET,
         caps: done.caps,
         addr: addr.to_owned(),

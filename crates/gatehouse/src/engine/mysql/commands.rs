@@ -108,7 +108,7 @@ impl Session {
         let admitted = core
             .admit(&self.endpoint, &tenant, database.as_deref().unwrap_or(""))
             .and_then(|mut a| {
-                a.pool = super::pool_for_caps(&core, &self.endpoint, a.pool, self.caps)?;
+                a.pool = super::pool_for_caps(&core, &self.endpoint, a.pool, self.session_caps)?;
                 Ok(a)
             })
             .map_err(|e| (seq, e))?;

@@ -52,6 +52,15 @@ fn io(e: impl std::fmt::Display) -> ProxyError {
     ProxyError::new(Condition::ProtocolViolation, "console client connection failed").with_detail(e.to_string())
 }
 
+/// Who logged in to the console.
+pub(super) struct ConsoleLogin<'a> {
+    pub tenant: &'a str,
+    pub role: Role,
+    /// The client negotiated MariaDB's extended type information: column
+    /// definitions carry it ([`results::put_column_definition`]).
+    pub extended: bool,
+}
+
 /// Serves a console session (its login's OK not yet sent, `seq` next)
 /// until the client leaves, is killed or the proxy shuts down.
 pub(super) async fn serve(
@@ -60,9 +69,9 @@ pub(super) async fn serve(
     mut buf: BytesMut,
     seq: u8,
     cancel: &CancelKey<MyCancelTarget>,
-    tenant: &str,
-    role: Role,
+    login: ConsoleLogin<'_>,
 ) -> Result<(), (u8, ProxyError)> {
+    let ConsoleLogin { tenant, role, extended } = login;
     let Some(commands) = core.console() else {
         return Err((
             seq,
@@ -122,7 +131,7 @@ pub(super) async fn serve(
                 };
                 let kill = text.trim_start().to_ascii_lowercase().starts_with("kill");
                 let answers = crate::console::execute(commands.as_ref(), &caller, &text).await;
-                answer(&mut out, &answers, kill);
+                answer(&mut out, &answers, kill, extended);
             }
             _ => {
                 let msg = "Unknown command: the console takes COM_QUERY, COM_PING, COM_INIT_DB and COM_QUIT";
@@ -157,13 +166,15 @@ fn eof(status: u16) -> BytesMut {
 
 /// Writes `table` as a text result set from sequence id `seq`, its final
 /// EOF with `status`; returns the next sequence id.
-pub(super) fn put_table(out: &mut BytesMut, mut seq: u8, table: &Table, status: u16) -> u8 {
+/// `extended`: column definitions in MariaDB's extended form
+/// ([`results::put_column_definition`]).
+pub(super) fn put_table(out: &mut BytesMut, mut seq: u8, table: &Table, status: u16, extended: bool) -> u8 {
     let mut p = BytesMut::new();
     results::put_column_count(&mut p, table.columns.len());
     seq = put_packet(out, seq, &p);
     for (name, t) in &table.columns {
         let mut p = BytesMut::new();
-        results::put_column_definition(&mut p, name, kind_of(*t));
+        results::put_column_definition(&mut p, name, kind_of(*t), extended);
         seq = put_packet(out, seq, &p);
     }
     seq = put_packet(out, seq, &eof(status));
@@ -178,7 +189,7 @@ pub(super) fn put_table(out: &mut BytesMut, mut seq: u8, table: &Table, status: 
 }
 
 /// Writes each statement's answer; all but the last say more results follow.
-fn answer(out: &mut BytesMut, answers: &[Result<Reply, ConsoleError>], kill: bool) {
+fn answer(out: &mut BytesMut, answers: &[Result<Reply, ConsoleError>], kill: bool, extended: bool) {
     let mut seq = 1u8;
     if answers.is_empty() {
         put_packet(out, seq, &err_payload(errors::ER_EMPTY_QUERY, "Query was empty"));
@@ -191,7 +202,7 @@ fn answer(out: &mut BytesMut, answers: &[Result<Reply, ConsoleError>], kill: boo
             SERVER_STATUS_AUTOCOMMIT
         };
         match a {
-            Ok(Reply::Rows(table, _)) => seq = put_table(out, seq, table, status),
+            Ok(Reply::Rows(table, _)) => seq = put_table(out, seq, table, status, extended),
             Ok(Reply::Done(_, line)) => seq = put_packet(out, seq, &ok_with(line, status)),
             Err(e) => {
                 put_packet(out, seq, &err_payload(my_error(e, kill), &e.message));

@@ -143,7 +143,10 @@ impl Session {
             ]);
         }
         let mut out = BytesMut::new();
-        super::console::put_table(&mut out, 1, &t, self.status);
+        let extended = (self.session_caps >> 32)
+            & u64::from(gatehouse_proto_mysql::consts::MARIADB_CLIENT_EXTENDED_TYPE_INFO)
+            != 0;
+        super::console::put_table(&mut out, 1, &t, self.status, extended);
         stream.write_all(&out).await.map_err(|e| {
             (
                 0,

@@ -118,12 +118,18 @@ pub async fn greet(
     if endpoint.tls.is_some() {
         caps |= CLIENT_SSL;
     }
+    // MariaDB's extended capabilities are read from a greeting whose
+    // CLIENT_MYSQL bit is clear, as MariaDB's own greetings have it.
+    let ext_caps = core.engine.offered_ext_caps();
+    if ext_caps != 0 {
+        caps &= !CLIENT_MYSQL;
+    }
     let greeting = HandshakeV10 {
         server_version: core.engine.server_version(),
         connection_id,
         scramble: *nonce,
         capabilities: caps,
-        mariadb_ext_caps: 0,
+        mariadb_ext_caps: ext_caps,
         charset: DEFAULT_COLLATION,
         status: SERVER_STATUS_AUTOCOMMIT,
         auth_plugin: match endpoint.mysql_default_auth {

@@ -41,31 +41,44 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
 /// ([`session_caps_startup`]).
 pub const SESSION_CAPS: u32 = CLIENT_FOUND_ROWS | CLIENT_IGNORE_SPACE | CLIENT_INTERACTIVE;
 
+/// MariaDB's extended capabilities that change what the server sends the
+/// session: `MARIADB_CLIENT_EXTENDED_TYPE_INFO` (column definitions name a
+/// column's data type, such as `json`, and format). Offered to clients once
+/// a backend was seen offering them; carried as [`SESSION_CAPS`] are.
+pub const SESSION_EXT_CAPS: u32 = MARIADB_CLIENT_EXTENDED_TYPE_INFO;
+
 /// The [`crate::pool::PoolKey::startup`] entry naming the session
 /// capabilities backend connections are opened with.
 const CAPS_STARTUP_KEY: &str = "client_flags";
 
-/// The session capabilities among `caps` as a pool's startup parameters:
-/// none for a client that asked for none (the shared pool), else the
-/// pool of connections opened with exactly these.
-pub fn session_caps_startup(caps: u32) -> Vec<(String, String)> {
-    let caps = caps & SESSION_CAPS;
-    if caps == 0 {
-        return Vec::new();
-    }
-    vec![(CAPS_STARTUP_KEY.to_owned(), format!("{caps:#x}"))]
+/// A session's capabilities that backend connections must be opened with,
+/// as MariaDB writes all its capabilities: one 64-bit word, the extended
+/// ones in the upper half.
+pub fn session_word(caps: u32, ext_caps: u32) -> u64 {
+    u64::from(caps & SESSION_CAPS) | (u64::from(ext_caps & SESSION_EXT_CAPS) << 32)
 }
 
-/// The pool a session whose client asked for `caps` leases from, given the
-/// pool admission chose: `pool` itself, or the pool beside it of backend
-/// connections opened with the same [`SESSION_CAPS`].
+/// The session capabilities `word` ([`session_word`]) as a pool's startup
+/// parameters: none for a client that asked for none (the shared pool),
+/// else the pool of connections opened with exactly these.
+pub fn session_caps_startup(word: u64) -> Vec<(String, String)> {
+    if word == 0 {
+        return Vec::new();
+    }
+    vec![(CAPS_STARTUP_KEY.to_owned(), format!("{word:#x}"))]
+}
+
+/// The pool a session whose client asked for the capabilities `word`
+/// ([`session_word`]) leases from, given the pool admission chose: `pool`
+/// itself, or the pool beside it of backend connections opened with the
+/// same ones.
 pub fn pool_for_caps(
     core: &Core<MyEngine>,
     endpoint: &crate::config::EndpointSettings,
     pool: Arc<crate::pool::Pool<MyEngine>>,
-    caps: u32,
+    word: u64,
 ) -> Result<Arc<crate::pool::Pool<MyEngine>>, ProxyError> {
-    let startup = session_caps_startup(caps);
+    let startup = session_caps_startup(word);
     if startup.is_empty() {
         return Ok(pool);
     }
@@ -74,12 +87,13 @@ pub fn pool_for_caps(
 
 /// The session capabilities a pool's startup parameters name (the inverse
 /// of [`session_caps_startup`]); anything else there is ignored.
-fn startup_caps(startup: &[(String, String)]) -> u32 {
+fn startup_caps(startup: &[(String, String)]) -> u64 {
+    let all = session_word(SESSION_CAPS, SESSION_EXT_CAPS);
     startup
         .iter()
         .filter(|(k, _)| k == CAPS_STARTUP_KEY)
-        .filter_map(|(_, v)| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
-        .fold(0, |all, c| all | (c & SESSION_CAPS))
+        .filter_map(|(_, v)| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .fold(0, |word, c| word | (c & all))
 }
 
 mod console;
@@ -114,6 +128,9 @@ pub const FALLBACK_SERVER_VERSION: &str = "5.5.5-10.11.0-MariaDB-Gatehouse";
 /// full authentication.
 pub struct MyEngine {
     server_version: Mutex<String>,
+    /// Of [`SESSION_EXT_CAPS`], those the last backend connected offered:
+    /// what clients are offered (none before a backend was seen).
+    server_ext_caps: std::sync::atomic::AtomicU32,
     /// Tenant name → (the native hash the password matched, the verifier).
     /// An entry counts only while the tenant's configured hash is the same,
     /// so a password changed by a reload never passes the fast path.
@@ -133,6 +150,7 @@ impl Default for MyEngine {
     fn default() -> Self {
         Self {
             server_version: Mutex::new(FALLBACK_SERVER_VERSION.into()),
+            server_ext_caps: std::sync::atomic::AtomicU32::new(0),
             sha2_verifiers: Mutex::new(HashMap::new()),
             collations: Mutex::new(None),
             probes: Default::default(),
@@ -147,6 +165,22 @@ impl MyEngine {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The MariaDB extended capabilities of [`SESSION_EXT_CAPS`] clients
+    /// are offered: those the backends offer.
+    pub fn offered_ext_caps(&self) -> u32 {
+        self.server_ext_caps.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What a backend connection tells of its server: the version and
+    /// the extended capabilities clients are offered.
+    fn learn_server(&self, conn: &MyConn) {
+        self.learn_version(&conn.server_version);
+        self.server_ext_caps.store(
+            conn.server_ext_caps & SESSION_EXT_CAPS,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     fn learn_version(&self, version: &str) {
@@ -214,7 +248,7 @@ impl Engine for MyEngine {
         let password = secret.password.expose().as_bytes();
         let caps = startup_caps(startup);
         let conn = backend::connect(backend, &secret.user, password, db, caps, timeout, tls).await?;
-        self.learn_version(&conn.server_version);
+        self.learn_server(&conn);
         Ok(conn)
     }
 
@@ -266,6 +300,9 @@ impl Engine for MyEngine {
         let (result, conn) =
             backend::probe_with(backend, &secret.user, password, timeout, tls, need_collations, cached).await;
         if let Some(conn) = conn {
+            // What clients are greeted with is known from the first probe,
+            // before any client's connection.
+            self.learn_server(&conn);
             self.probes.put(&secret.user, backend, conn);
         }
         let (probe, collations) = result?;

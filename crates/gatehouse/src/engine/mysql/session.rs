@@ -180,8 +180,12 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
             buf,
             seq,
             &cancel,
-            &tenant.name,
-            role,
+            super::console::ConsoleLogin {
+                tenant: &tenant.name,
+                role,
+                extended: response.mariadb_ext_caps & gatehouse_proto_mysql::consts::MARIADB_CLIENT_EXTENDED_TYPE_INFO
+                    != 0,
+            },
         ));
         if let Err((seq, e)) = served.await {
             fail(&core, Some(&mut stream), seq, &e).await;
@@ -199,10 +203,11 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
     }
     let caps = response.capabilities & (super::RELAY_CAPS | super::SESSION_CAPS);
+    let session_caps = super::session_word(caps, response.mariadb_ext_caps);
     let admitted = match core
         .admit(&endpoint, &tenant, database.as_deref().unwrap_or(""))
         .and_then(|mut a| {
-            a.pool = super::pool_for_caps(&core, &endpoint, a.pool, caps)?;
+            a.pool = super::pool_for_caps(&core, &endpoint, a.pool, session_caps)?;
             Ok(a)
         }) {
         Ok(a) => a,
@@ -227,6 +232,7 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
             tenant,
             database,
             caps,
+            session_caps,
             collation: response.charset,
             cancel,
             admitted,

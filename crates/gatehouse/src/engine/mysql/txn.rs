@@ -51,6 +51,9 @@ pub struct Start {
     pub tenant: Arc<Tenant>,
     pub database: Option<String>,
     pub caps: u32,
+    /// The capabilities the session's backend connections are opened with
+    /// ([`super::session_word`]).
+    pub session_caps: u64,
     pub collation: u8,
     /// The session's cancel key; its slot names the backend query running now.
     pub cancel: CancelKey<MyCancelTarget>,
@@ -75,6 +78,9 @@ pub struct Session {
     pub(super) peer: IpAddr,
     pub tenant: Arc<Tenant>,
     pub(super) caps: u32,
+    /// The capabilities its backend connections are opened with
+    /// ([`super::session_word`]).
+    pub(super) session_caps: u64,
     /// The pool used last: with the endpoint, what the router routes from.
     pub(super) pool: Arc<Pool<MyEngine>>,
     pub(super) cap: Option<TenantCap>,
@@ -157,6 +163,7 @@ pub fn start(core: Arc<Core<MyEngine>>, start: Start, meter: Arc<crate::meter::E
         peer: start.peer,
         tenant: start.tenant,
         caps: start.caps,
+        session_caps: start.session_caps,
         pool,
         lease: None,
         pinned: None,

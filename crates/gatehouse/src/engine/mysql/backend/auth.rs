@@ -81,6 +81,8 @@ pub enum LoginError {
     NoTls(&'static str),
     #[error("backend_tls = \"{0}\": {1}")]
     Tls(&'static str, HandshakeError),
+    #[error("the server does not offer MariaDB's extended capabilities {0:#x}, which the client asked for")]
+    NoExtendedCaps(u32),
 }
 
 /// What the server told us during a successful connection phase.
@@ -106,6 +108,9 @@ pub struct Login<'a> {
     /// Of [`super::super::SESSION_CAPS`], those to ask for at login (a
     /// COM_CHANGE_USER keeps the connection's).
     pub session_caps: u32,
+    /// Of [`super::super::SESSION_EXT_CAPS`], those to ask for: the login
+    /// fails when the server does not offer them.
+    pub session_ext_caps: u32,
 }
 
 /// Runs the connection phase on a fresh socket; gives back the socket,
@@ -121,6 +126,10 @@ pub async fn login(
     }
     let greeting = HandshakeV10::decode(&first.payload)?;
     let mut caps = (RELAY_CAPS | who.session_caps) & greeting.capabilities;
+    let ext = who.session_ext_caps;
+    if ext != 0 && (greeting.capabilities & CLIENT_MYSQL != 0 || greeting.mariadb_ext_caps & ext != ext) {
+        return Err(LoginError::NoExtendedCaps(ext));
+    }
     if who.database.is_none() {
         caps &= !CLIENT_CONNECT_WITH_DB;
     }
@@ -132,7 +141,7 @@ pub async fn login(
             capabilities: caps,
             max_packet_size: MAX_PACKET_SIZE,
             charset: CONNECTION_CHARSET,
-            mariadb_ext_caps: 0,
+            mariadb_ext_caps: ext,
         };
         let mut out = BytesMut::new();
         request.encode(&mut out);
@@ -180,7 +189,7 @@ async fn authenticate(
         capabilities: caps,
         max_packet_size: MAX_PACKET_SIZE,
         charset: CONNECTION_CHARSET,
-        mariadb_ext_caps: 0,
+        mariadb_ext_caps: who.session_ext_caps,
         username: who.user.to_owned(),
         auth_response: scramble(plugin, who.password, &greeting.scramble)?,
         database: who.database.map(str::to_owned),
@@ -359,7 +368,7 @@ impl LoginError {
             {
                 refused(user)
             }
-            LoginError::NoTls(_) | LoginError::Tls(..) => {
+            LoginError::NoTls(_) | LoginError::Tls(..) | LoginError::NoExtendedCaps(_) => {
                 let mut e = ProxyError::new(
                     Condition::BackendUnavailable,
                     "could not connect to the database server",

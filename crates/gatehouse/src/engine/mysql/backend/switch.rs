@@ -38,6 +38,7 @@ impl MyConn {
             password,
             database,
             session_caps: 0,
+            session_ext_caps: 0,
         };
         let exchange = auth::change_user(
             &mut self.stream,
