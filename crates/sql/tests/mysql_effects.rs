@@ -192,6 +192,42 @@ fn info_flags() {
     ]);
 }
 
+/// A view's or a routine's body is stored, not run: the information
+/// functions in it read nothing now and must never be written in as the
+/// session's values (the view would return them for good).
+#[test]
+fn information_functions_in_stored_code_are_not_read_now() {
+    check(&[
+        (
+            "CREATE VIEW v AS SELECT LAST_INSERT_ID() AS l, CONNECTION_ID() AS c",
+            PLAIN,
+        ),
+        (
+            "create or replace algorithm = merge sql security invoker view v as select row_count()",
+            PLAIN,
+        ),
+        ("ALTER VIEW v AS SELECT FOUND_ROWS()", PLAIN),
+        (
+            "CREATE PROCEDURE p() BEGIN UPDATE t SET a = 1; SELECT ROW_COUNT(); END",
+            PLAIN,
+        ),
+        ("CREATE FUNCTION f() RETURNS INT RETURN LAST_INSERT_ID()", PLAIN),
+        (
+            "CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW INSERT INTO log VALUES (LAST_INSERT_ID(NEW.id))",
+            PLAIN,
+        ),
+        (
+            "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO SELECT CONNECTION_ID()",
+            PLAIN,
+        ),
+        // Run now: the values are read now.
+        (
+            "CREATE TABLE t2 AS SELECT LAST_INSERT_ID() AS l",
+            info(false, true, false),
+        ),
+    ]);
+}
+
 #[test]
 fn pins() {
     use PinReason::*;

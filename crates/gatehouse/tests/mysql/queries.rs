@@ -17,6 +17,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("queries::read_only_endpoint_reaches_the_replica", read_only),
         ("queries::bad_packets_get_error_numbers", bad_packets),
         ("queries::handshake_collation_is_replayed", handshake_collation),
+        (
+            "queries::stored_views_and_routines_keep_their_information_functions",
+            stored_code,
+        ),
     ]
 }
 
@@ -225,6 +229,40 @@ fn bad_packets(ctx: &Ctx) -> Result<()> {
         let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
         let one: Option<i64> = c.query_first("SELECT 1").await?;
         ensure!(one == Some(1));
+        Ok(())
+    })
+}
+
+/// `CONNECTION_ID()`, `LAST_INSERT_ID()`, `ROW_COUNT()` in a view or a
+/// routine are stored as written, never as the values of the session that
+/// created them (which the proxy writes into statements that run now), and
+/// answer for the session that reads them.
+fn stored_code(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+        c.query_drop("CREATE OR REPLACE VIEW stored_info AS SELECT CONNECTION_ID() AS c, LAST_INSERT_ID() AS l, ROW_COUNT() AS r")
+            .await?;
+        c.query_drop("CREATE OR REPLACE PROCEDURE stored_info_p() SELECT CONNECTION_ID()")
+            .await?;
+        let view: String = c
+            .query_first("SELECT VIEW_DEFINITION FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'app1' AND TABLE_NAME = 'stored_info'")
+            .await?
+            .unwrap_or_default();
+        let routine: String = c
+            .query_first("SELECT ROUTINE_DEFINITION FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'app1' AND ROUTINE_NAME = 'stored_info_p'")
+            .await?
+            .unwrap_or_default();
+        c.query_drop("DROP VIEW stored_info").await?;
+        c.query_drop("DROP PROCEDURE stored_info_p").await?;
+        let view = view.to_ascii_lowercase();
+        ensure!(
+            view.contains("connection_id()") && view.contains("last_insert_id()") && view.contains("row_count()"),
+            "the view was stored with values written in: {view}"
+        );
+        ensure!(
+            routine.to_ascii_lowercase().contains("connection_id()"),
+            "the procedure was stored with a value written in: {routine}"
+        );
         Ok(())
     })
 }

@@ -89,7 +89,53 @@ pub(crate) fn scan(stmt: &str, dialect: Dialect) -> Scan {
             _ => {}
         }
     }
+    let info = &mut out.info;
+    let reads = info.reads_last_insert_id
+        || info.sets_last_insert_id
+        || info.reads_found_rows
+        || info.reads_row_count
+        || info.reads_connection_id;
+    if reads && defines_stored_code(stmt, dialect) {
+        // The calls run when the view is read or the routine runs, on
+        // whatever connection that is: nothing to read or write in now.
+        info.reads_last_insert_id = false;
+        info.sets_last_insert_id = false;
+        info.reads_found_rows = false;
+        info.reads_row_count = false;
+        info.reads_connection_id = false;
+    }
     out
+}
+
+/// Whether `stmt` creates or alters a view or stored code (`CREATE [OR
+/// REPLACE] [DEFINER = ...] [ALGORITHM = ...] [SQL SECURITY ...] VIEW`,
+/// `PROCEDURE`, `FUNCTION`, `TRIGGER`, `EVENT`, `PACKAGE`; `ALTER VIEW`,
+/// `ALTER EVENT`), whose body is stored, not run (MySQL Reference Manual
+/// §15.1 "Data Definition Statements").
+fn defines_stored_code(stmt: &str, dialect: Dialect) -> bool {
+    /// Words read before giving up: the options between `CREATE` and the
+    /// object's kind are a few.
+    const HEAD_WORDS: usize = 16;
+    let mut words = Lexer::new(stmt, dialect)
+        .filter(|t| t.kind == Kind::Word)
+        .map(|t| &stmt[t.start..t.end])
+        .take(HEAD_WORDS);
+    if !words
+        .next()
+        .is_some_and(|w| w.eq_ignore_ascii_case("create") || w.eq_ignore_ascii_case("alter"))
+    {
+        return false;
+    }
+    for w in words {
+        let is = |n: &str| w.eq_ignore_ascii_case(n);
+        if is("view") || is("procedure") || is("function") || is("trigger") || is("event") || is("package") {
+            return true;
+        }
+        if is("table") || is("index") || is("as") || is("select") || is("database") || is("schema") || is("user") {
+            return false;
+        }
+    }
+    false
 }
 
 fn pinned(reason: PinReason) -> Scan {
