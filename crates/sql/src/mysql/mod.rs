@@ -69,7 +69,7 @@ pub use digest::digest;
 pub use effect::{Info, Kill, MyEffect, PinReason, TxCommand, VarChange};
 pub use route::{route, route_with};
 pub use split::split_statements;
-pub use substitute::{PreviousResults, substitute_previous_results};
+pub use substitute::{PreviousResults, shows_its_text, substitute_previous_results};
 
 /// The first key word of a MySQL statement, as the server reads it: in
 /// MySQL's comment syntax, executable comments read (see

@@ -28,6 +28,20 @@ pub struct PreviousResults {
     pub connection_id: Option<u64>,
 }
 
+/// Whether `stmt` answers with its own text as the server parsed it
+/// (`EXPLAIN EXTENDED`'s note, `ANALYZE FORMAT=JSON`), so a value written
+/// into it would show: its values are set on the connection instead.
+pub fn shows_its_text(stmt: &str, dialect: Dialect) -> bool {
+    Lexer::new(stmt, dialect)
+        .find(|t| t.kind == Kind::Word)
+        .is_some_and(|t| {
+            let w = &stmt[t.start..t.end];
+            ["explain", "describe", "desc", "analyze"]
+                .iter()
+                .any(|k| w.eq_ignore_ascii_case(k))
+        })
+}
+
 /// `stmt` with every `ROW_COUNT()`, `FOUND_ROWS()`, `LAST_INSERT_ID()` and
 /// `CONNECTION_ID()` call replaced by its value in `prev`, where that value
 /// is given; `None` if nothing was replaced. With a connection id given,

@@ -439,7 +439,10 @@ impl Session {
         plan.call = call;
         // LAST_INSERT_ID() read or set: the connection is taken now, to see
         // what it holds.
-        let lid_need = LidNeed::of(&plan.info, call, statements.len() == 1);
+        // A statement that shows its text (EXPLAIN) gets the value set on the
+        // connection, not written in.
+        let single_text = statements.len() == 1 && !my_sql::shows_its_text(statements[0], dialect);
+        let lid_need = LidNeed::of(&plan.info, call, single_text);
         let mut lid_value = None;
         if lid_need != LidNeed::Nothing {
             if let Err(e) = self.conn().await {
