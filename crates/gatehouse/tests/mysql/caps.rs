@@ -26,6 +26,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "caps::extended_type_info_shows_json_columns_as_direct",
             extended_type_info,
         ),
+        (
+            "caps::ignore_space_holds_on_a_connection_reset_for_the_next_client",
+            ignore_space_after_reset,
+        ),
     ]
 }
 
@@ -74,24 +78,26 @@ fn found_rows(ctx: &Ctx) -> Result<()> {
 /// The `mysql` client's `-i` (`CLIENT_IGNORE_SPACE`): the session's
 /// `sql_mode` has `IGNORE_SPACE` and `COUNT (*)` parses, while a client
 /// without it, served by the same pool in between, has neither.
+/// In both modes.
 fn ignore_space(ctx: &Ctx) -> Result<()> {
     let sql = "SELECT FIND_IN_SET('IGNORE_SPACE', @@sql_mode) > 0; SELECT COUNT (*) FROM (SELECT 1) t";
-    for round in 0..3 {
-        let r = crate::mysql_cli(ctx, "small", "alice", "alice-pw", false, &["-i"], sql)?;
+    for round in 0..6 {
+        let endpoint = if round % 2 == 0 { "small" } else { "sess" };
+        let r = crate::mysql_cli(ctx, endpoint, "alice", "alice-pw", false, &["-i"], sql)?;
         ensure!(r.ok, "round {round}, with -i: {}", r.stderr);
         ensure!(
             r.stdout.lines().collect::<Vec<_>>() == ["1", "1"],
             "round {round}, with -i: {}",
             r.stdout
         );
-        let r = crate::mysql_cli(ctx, "small", "alice", "alice-pw", false, &[], "SELECT @@sql_mode")?;
+        let r = crate::mysql_cli(ctx, endpoint, "alice", "alice-pw", false, &[], "SELECT @@sql_mode")?;
         ensure!(r.ok, "round {round}, without -i: {}", r.stderr);
         ensure!(
             !r.stdout.contains("IGNORE_SPACE"),
             "round {round}: a client without -i got IGNORE_SPACE: {}",
             r.stdout
         );
-        let r = crate::mysql_cli(ctx, "small", "alice", "alice-pw", false, &[], sql)?;
+        let r = crate::mysql_cli(ctx, endpoint, "alice", "alice-pw", false, &[], sql)?;
         ensure!(
             !r.ok && r.stderr.contains("1064"),
             "round {round}: COUNT (*) without -i: {} {}",
@@ -155,4 +161,26 @@ fn type_info(host: &str, port: u16, (user, password): (&str, &str), sql: &str) -
         .filter(|l| !l.contains(" in set ("))
         .collect::<Vec<_>>()
         .join("\n"))
+}
+
+/// In session mode each client's connection is reset for the next, and
+/// the server's COM_RESET_CONNECTION drops the `IGNORE_SPACE` its login
+/// gave: the proxy gives it back, so every `-i` client finds the session
+/// a new connection has.
+fn ignore_space_after_reset(ctx: &Ctx) -> Result<()> {
+    let a = ctx.addr("sess");
+    for client in 0..4 {
+        let out = std::process::Command::new("mysql")
+            .args(["--no-defaults", "-h", &a.ip().to_string(), "-P", &a.port().to_string()])
+            .args(["-u", "alice", "-palice-pw", "--skip-ssl", "-N", "-B", "--ignore-spaces"])
+            .args(["-e", "SELECT COUNT (*)"])
+            .output()
+            .context("running mysql")?;
+        ensure!(
+            out.status.success(),
+            "client {client}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
 }

@@ -478,7 +478,21 @@ impl MyConn {
         if !self.rbuf.is_empty() {
             return Err(malformed(&self.addr, "data after the reply to COM_RESET_CONNECTION"));
         }
-        Ok(())
+        self.restore_login_sql_mode().await
+    }
+
+    /// What the login's capabilities gave the session and a reset takes
+    /// away: the server adds `IGNORE_SPACE` to the `sql_mode` of a
+    /// connection opened with `CLIENT_IGNORE_SPACE` at login (and at
+    /// COM_CHANGE_USER), not at COM_RESET_CONNECTION, after which the
+    /// connection must again be what a new one is.
+    pub(super) async fn restore_login_sql_mode(&mut self) -> Result<(), ProxyError> {
+        if self.caps & gatehouse_proto_mysql::consts::CLIENT_IGNORE_SPACE == 0 {
+            return Ok(());
+        }
+        self.query("SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'IGNORE_SPACE')")
+            .await
+            .map(|_| ())
     }
 
     /// Without waiting: false when the server closed the socket or sent

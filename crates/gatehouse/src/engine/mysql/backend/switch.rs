@@ -105,6 +105,7 @@ impl MyConn {
         if !self.rbuf.is_empty() {
             return Err(broken(malformed(&self.addr, "data after the reply to COM_INIT_DB")));
         }
+        self.restore_login_sql_mode().await.map_err(broken)?;
         refused.map_err(|error| SwitchError { error, intact: true })
     }
 }
