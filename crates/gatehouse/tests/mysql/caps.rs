@@ -5,7 +5,8 @@
 //! not ask for it, with both kinds of client sharing one small pool; and
 //! MariaDB's extended type information (`json` columns named as such)
 //! reaches the clients that negotiate it, in the proxy's own result sets
-//! too.
+//! too; and a connection reset for the next client is what a new one
+//! is (`IGNORE_SPACE`, the database's character set).
 
 use anyhow::{Context, Result, ensure};
 use mysql_async::prelude::*;
@@ -29,6 +30,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         (
             "caps::ignore_space_holds_on_a_connection_reset_for_the_next_client",
             ignore_space_after_reset,
+        ),
+        (
+            "caps::a_reset_connection_keeps_its_databases_character_set",
+            database_charset_after_reset,
         ),
     ]
 }
@@ -182,5 +187,79 @@ fn ignore_space_after_reset(ctx: &Ctx) -> Result<()> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    Ok(())
+}
+
+/// A connection reset for the next client keeps its database, but the
+/// server's COM_RESET_CONNECTION sets `character_set_database` back to the
+/// server's: a client of a latin1 database then got utf8mb4 from `SET
+/// CHARACTER SET` (which takes the database's). Every client, on a new
+/// connection or one reset after another client (in session and
+/// transaction mode), sees its database's character set, as direct.
+fn database_charset_after_reset(ctx: &Ctx) -> Result<()> {
+    let p = ctx.cluster.mysql_primary().context("no primary")?;
+    let su = std::process::Command::new("mysql")
+        .args(["--no-defaults", "-h", &p.host, "-P", &p.port.to_string()])
+        .args([
+            "-u",
+            ctx.cluster.mysql_user(),
+            &format!("-p{}", ctx.cluster.mysql_password()),
+        ])
+        .args(["-e", "CREATE DATABASE IF NOT EXISTS caps_latin1 CHARACTER SET latin1"])
+        .output()
+        .context("running mysql")?;
+    ensure!(su.status.success(), "{}", String::from_utf8_lossy(&su.stderr));
+    let hash = gatehouse_proto_mysql::auth::native_password::format_stored(
+        &gatehouse_proto_mysql::auth::native_password::stored_hash(b"latin-pw"),
+    );
+    let more = format!(
+        r#"
+[[endpoints]]
+name = "sess"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+pool_mode = "session"
+
+[[tenants]]
+name = "latin"
+databases = ["caps_latin1"]
+secret = "superuser"
+mysql_native_password = "{hash}"
+"#
+    );
+    let settings = crate::own_config(ctx, "", &more)?;
+    ctx.rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let addrs = [
+            app.local_addr("sess").context("sess")?,
+            app.local_addr("rw").context("rw")?,
+        ];
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let proxy = tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        let checked = async {
+            for a in addrs {
+                for client in 0..3 {
+                    let opts = crate::opts_at(a, "latin", "latin-pw", Some("caps_latin1"));
+                    let mut c = mysql_async::Conn::new(opts).await?;
+                    c.query_drop("SET CHARACTER SET 'latin1'").await?;
+                    let row: Option<(String, String)> =
+                        c.query_first("SELECT charset('a'), @@character_set_database").await?;
+                    ensure!(
+                        row == Some(("latin1".into(), "latin1".into())),
+                        "{a}, client {client}: {row:?}"
+                    );
+                    c.disconnect().await?;
+                }
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = tx.send(());
+        proxy.await??;
+        checked
+    })?;
     Ok(())
 }

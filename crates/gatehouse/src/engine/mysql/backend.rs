@@ -68,6 +68,9 @@ pub struct MyConn {
     pub caps: u32,
     /// `host:port`.
     pub addr: String,
+    /// The database the connection was opened on or moved to by the
+    /// proxy (a client's `USE` of another one discards the connection).
+    pub database: Option<String>,
     pub cancel: MyCancelTarget,
     /// Reused for framing commands.
     pub wbuf: BytesMut,
@@ -259,6 +262,7 @@ async fn connect_inner(
         charset: auth::CONNECTION_CHARSET,
         caps: done.caps,
         addr: addr.to_owned(),
+        database: database.filter(|d| !d.is_empty()).map(str::to_owned),
         wbuf: BytesMut::new(),
         vars: super::vars::Vars::new(),
         prepared: std::collections::HashMap::new(),
@@ -470,11 +474,29 @@ impl MyConn {
 
     /// COM_RESET_CONNECTION: ends any transaction, resets session variables,
     /// drops user variables, temporary tables, prepared statements and locks.
+    ///
+    /// The server keeps the current database through it but sets
+    /// `character_set_database` / `collation_database` back to the
+    /// server's, where a new connection on that database has the
+    /// database's own: the database is selected again (COM_INIT_DB, in
+    /// the same write), as a new connection would have it.
     pub async fn reset(&mut self) -> Result<(), ProxyError> {
-        self.send_command(&[COM_RESET_CONNECTION])
+        self.wbuf.clear();
+        io::put_packet(&mut self.wbuf, 0, &[COM_RESET_CONNECTION]);
+        if let Some(db) = &self.database {
+            let mut init = Vec::with_capacity(db.len() + 1);
+            init.push(COM_INIT_DB);
+            init.extend_from_slice(db.as_bytes());
+            io::put_packet(&mut self.wbuf, 0, &init);
+        }
+        self.stream
+            .write_all(&self.wbuf)
             .await
             .map_err(|e| io_error(&self.addr, e))?;
         self.read_ok("COM_RESET_CONNECTION").await?;
+        if self.database.is_some() {
+            self.read_ok("COM_INIT_DB").await?;
+        }
         if !self.rbuf.is_empty() {
             return Err(malformed(&self.addr, "data after the reply to COM_RESET_CONNECTION"));
         }

@@ -62,6 +62,7 @@ impl MyConn {
         }
         self.status = status;
         self.nonce = nonce;
+        self.database = database.filter(|d| !d.is_empty()).map(str::to_owned);
         self.forget_session_state();
         self.cancel.user = Arc::from(user);
         self.cancel.password = Arc::new(Zeroizing::new(password.to_vec()));
@@ -91,7 +92,11 @@ impl MyConn {
             // Only the second reply is left: an ERR to it leaves the
             // connection in step, reset.
             let p = self.read_packet().await?;
-            Ok(self.ok_or_error(&p.payload, "COM_INIT_DB"))
+            let selected = self.ok_or_error(&p.payload, "COM_INIT_DB");
+            if selected.is_ok() {
+                self.database = Some(database.to_owned()).filter(|d| !d.is_empty());
+            }
+            Ok(selected)
         };
         let refused = match tokio::time::timeout(timeout, work).await {
             Ok(r) => r.map_err(broken)?,
