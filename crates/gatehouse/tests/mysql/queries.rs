@@ -13,7 +13,7 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
     vec![
         ("queries::multiple_result_sets", multi_results),
         ("queries::use_and_init_db_only_own_databases", use_database),
-        ("queries::load_data_local_is_refused", load_data_local),
+        ("queries::load_data_local_relays_the_clients_file", load_data_local),
         ("queries::read_only_endpoint_reaches_the_replica", read_only),
         ("queries::bad_packets_get_error_numbers", bad_packets),
         ("queries::handshake_collation_is_replayed", handshake_collation),
@@ -106,16 +106,54 @@ fn use_database(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
+/// `LOAD DATA LOCAL INFILE`: the server's request for the file reaches a
+/// client that offered `CLIENT_LOCAL_FILES` (`mysql --local-infile=1`),
+/// whose file (many packets, or none) goes to the server; a client that
+/// did not offer it gets the server's own refusal (1148), as direct.
 fn load_data_local(ctx: &Ctx) -> Result<()> {
+    let dir = ctx.dir.join("load_data_local");
+    std::fs::create_dir_all(&dir)?;
+    let big = dir.join("rows.tsv");
+    let rows = 5000u64;
+    let text: String = (1..=rows)
+        .map(|i| format!("{i}\trow number {i} of the file\n"))
+        .collect();
+    std::fs::write(&big, text)?;
+    let empty = dir.join("empty.tsv");
+    std::fs::write(&empty, "")?;
+    let load = |file: &std::path::Path, allowed: &str| {
+        let sql = format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE ld; SELECT COUNT(*), SUM(a) FROM ld",
+            file.display()
+        );
+        crate::mysql_cli(ctx, "rw", "alice", "alice-pw", false, &[allowed], &sql)
+    };
     ctx.rt.block_on(async {
         let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
-        let e = c
-            .query_drop("LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE t")
-            .await
-            .err();
-        ensure!(e.as_ref().and_then(server_code) == Some(1148), "{e:?}");
-        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await?;
-        ensure!(n == Some(3), "{n:?}");
+        c.query_drop("CREATE OR REPLACE TABLE ld (a INT, b TEXT)").await?;
+        anyhow::Ok(())
+    })?;
+    let r = load(&big, "--local-infile=1")?;
+    ensure!(r.ok, "{}", r.stderr);
+    ensure!(
+        r.stdout.trim() == format!("{rows}\t{}", rows * (rows + 1) / 2),
+        "{}",
+        r.stdout
+    );
+    let r = load(&empty, "--local-infile=1")?;
+    ensure!(
+        r.ok && r.stdout.trim().starts_with(&format!("{rows}\t")),
+        "{} {}",
+        r.stdout,
+        r.stderr
+    );
+    let r = load(&big, "--local-infile=0")?;
+    ensure!(!r.ok && r.stderr.contains("1148"), "{} {}", r.stdout, r.stderr);
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("rw", "alice", "alice-pw", "app1").await?;
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM ld").await?;
+        ensure!(n == Some(rows as i64), "{n:?}");
+        c.query_drop("DROP TABLE ld").await?;
         Ok(())
     })
 }

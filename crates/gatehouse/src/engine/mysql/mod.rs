@@ -13,12 +13,16 @@ use gatehouse_proto_mysql::consts::*;
 
 /// Capabilities used on both sides of a relayed connection: backend
 /// connections are opened with exactly these, and clients get at most
-/// these, so replies pass through unchanged. Left out on purpose:
-/// `CLIENT_DEPRECATE_EOF` (every reply keeps its EOF packets, whichever
-/// client reads it), `CLIENT_SESSION_TRACK`, `CLIENT_LOCAL_FILES` (LOAD DATA
-/// LOCAL is refused), compression, query attributes and MariaDB's
-/// extended capabilities.
+/// these, so replies pass through unchanged. `CLIENT_LOCAL_FILES`: every
+/// backend connection may be asked for a file (`LOAD DATA LOCAL INFILE`);
+/// the request reaches only clients that offered it too, the others'
+/// server gets an empty file ([`relay`](self::relay)). Left out on
+/// purpose: `CLIENT_DEPRECATE_EOF` (every reply keeps its EOF packets,
+/// whichever client reads it), `CLIENT_SESSION_TRACK`, compression, query
+/// attributes and MariaDB's extended capabilities (but see
+/// [`SESSION_EXT_CAPS`]).
 pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
+    | CLIENT_LOCAL_FILES
     | CLIENT_LONG_FLAG
     | CLIENT_CONNECT_WITH_DB
     | CLIENT_PROTOCOL_41

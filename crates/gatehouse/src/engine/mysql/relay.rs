@@ -33,11 +33,13 @@ pub async fn relay(
     kind: ResponseKind,
     client_id: Option<u32>,
     mut capture: Option<&mut BytesMut>,
+    local_files: bool,
 ) -> Result<Done, Relay> {
     let mut tracker = ResponseTracker::new(kind, false);
     let mut replied = None;
     let mut first = true;
     let mut next_seq = 0u8;
+    let mut infile_request = false;
     loop {
         let mut offset = 0;
         let mut done = None;
@@ -56,7 +58,14 @@ pub async fn relay(
             }
             let payload = &mut conn.rbuf[offset + frame::HEADER_LEN..end];
             // The tracker reads the server's statement id; the client gets its own.
-            done = step(&mut tracker, payload, replied)?;
+            let infile = match step(&mut tracker, payload, replied)? {
+                Stepped::Done(d) => {
+                    done = Some(d);
+                    false
+                }
+                Stepped::More => false,
+                Stepped::LocalInfile => true,
+            };
             if let Some(id) = client_id
                 && first
                 && kind == ResponseKind::StmtPrepare
@@ -67,6 +76,39 @@ pub async fn relay(
             first = false;
             offset = end;
             next_seq = seq.wrapping_add(1);
+            if infile && !local_files {
+                // A client that did not offer CLIENT_LOCAL_FILES is never
+                // asked (the request is always a reply's first packet): the
+                // server gets an empty file and answers with its error,
+                // which reaches the client as the reply's first packet.
+                conn.rbuf.advance(end);
+                conn.stream
+                    .write_all(&[0, 0, 0, seq.wrapping_add(1)])
+                    .await
+                    .map_err(|e| Relay::Backend(e.to_string(), None))?;
+                let p = conn
+                    .read_packet()
+                    .await
+                    .map_err(|e| Relay::Backend(e.to_string(), None))?;
+                let Stepped::Done(d) = step(&mut tracker, &p.payload, None)? else {
+                    return Err(Relay::Backend(
+                        "a reply to an empty LOCAL INFILE that does not end".into(),
+                        None,
+                    ));
+                };
+                let mut out = BytesMut::with_capacity(p.payload.len() + frame::HEADER_LEN);
+                put_packet(&mut out, 1, &p.payload);
+                stream.write_all(&out).await.map_err(|e| Relay::Client(e.to_string()))?;
+                if let Some(c) = capture.as_deref_mut() {
+                    c.extend_from_slice(&out);
+                }
+                return Ok(d);
+            }
+            if infile {
+                // The request goes to the client, whose file comes back.
+                infile_request = true;
+                break;
+            }
         }
         if offset > 0 {
             stream
@@ -82,13 +124,32 @@ pub async fn relay(
         if let Some(d) = done {
             return Ok(d);
         }
+        if std::mem::take(&mut infile_request) {
+            if !conn.rbuf.is_empty() {
+                return Err(Relay::Backend(
+                    "data after the server's LOCAL INFILE request".into(),
+                    replied,
+                ));
+            }
+            relay_local_file(conn, stream).await?;
+            continue;
+        }
         if split_packet {
             let p = conn
                 .read_packet()
                 .await
                 .map_err(|e| Relay::Backend(e.to_string(), replied))?;
             first = false;
-            let d = step(&mut tracker, &p.payload, replied)?;
+            let d = match step(&mut tracker, &p.payload, replied)? {
+                Stepped::Done(d) => Some(d),
+                Stepped::More => None,
+                Stepped::LocalInfile => {
+                    return Err(Relay::Backend(
+                        "a LOCAL INFILE request split over packets".into(),
+                        replied,
+                    ));
+                }
+            };
             let mut out = BytesMut::with_capacity(p.payload.len() + 64);
             let next = put_packet(&mut out, p.seq, &p.payload);
             stream.write_all(&out).await.map_err(|e| Relay::Client(e.to_string()))?;
@@ -107,17 +168,76 @@ pub async fn relay(
     }
 }
 
-/// Feeds one reply packet to the tracker: `Some` when the reply is complete.
-fn step(tracker: &mut ResponseTracker, payload: &[u8], replied: Option<u8>) -> Result<Option<Done>, Relay> {
+/// What one reply packet told the tracker.
+enum Stepped {
+    More,
+    /// The server asks the client for a file (`LOAD DATA LOCAL INFILE`).
+    LocalInfile,
+    Done(Done),
+}
+
+/// Feeds one reply packet to the tracker.
+fn step(tracker: &mut ResponseTracker, payload: &[u8], replied: Option<u8>) -> Result<Stepped, Relay> {
     match tracker
         .feed(payload)
         .map_err(|e| Relay::Backend(format!("unexpected reply: {e}"), replied))?
     {
-        Step::Done(d) => Ok(Some(d)),
-        Step::More => Ok(None),
-        Step::LocalInfile | Step::AuthContinue => Err(Relay::Backend(
+        Step::Done(d) => Ok(Stepped::Done(d)),
+        Step::More => Ok(Stepped::More),
+        Step::LocalInfile => Ok(Stepped::LocalInfile),
+        Step::AuthContinue => Err(Relay::Backend(
             "the server asked for a client exchange the proxy does not relay".into(),
             replied,
         )),
+    }
+}
+
+/// Passes the client's answer to a LOCAL INFILE request on to the server
+/// as it arrives: the file's contents in packets, then an empty packet
+/// (MySQL "LOCAL INFILE Request"; an empty packet right after one of the
+/// largest size continues that packet and does not end the file). The
+/// client says nothing else until the server's OK or ERR, so a byte past
+/// the end is a protocol violation.
+async fn relay_local_file(conn: &mut MyConn, stream: &mut ClientStream) -> Result<(), Relay> {
+    let mut buf = BytesMut::with_capacity(super::io::READ_BUFFER);
+    // Payload bytes of the current packet not yet passed on; whether the
+    // last header was of the largest size.
+    let mut remaining = 0usize;
+    let mut continued = false;
+    loop {
+        fill(stream, &mut buf)
+            .await
+            .map_err(|e| Relay::Client(format!("reading the client's LOCAL INFILE data: {e}")))?;
+        let mut at = 0;
+        let mut ended = false;
+        while at < buf.len() {
+            if remaining > 0 {
+                let take = remaining.min(buf.len() - at);
+                at += take;
+                remaining -= take;
+                continue;
+            }
+            let Some((len, _)) = frame::peek_header(&buf[at..]) else {
+                break;
+            };
+            at += frame::HEADER_LEN;
+            if len == 0 && !continued {
+                ended = true;
+                break;
+            }
+            continued = len >= frame::MAX_PACKET_PAYLOAD;
+            remaining = len;
+        }
+        conn.stream
+            .write_all(&buf[..at])
+            .await
+            .map_err(|e| Relay::Backend(e.to_string(), None))?;
+        buf.advance(at);
+        if ended {
+            if !buf.is_empty() {
+                return Err(Relay::Client("data after the end of the LOCAL INFILE contents".into()));
+            }
+            return Ok(());
+        }
     }
 }

@@ -250,12 +250,13 @@ impl Session {
         } else {
             None
         };
+        let local_files = self.caps & CLIENT_LOCAL_FILES != 0;
         let Some(lease) = self.lease.as_mut() else {
             return Err((0, ProxyError::new(Condition::Internal, "no backend connection")));
         };
         let conn = lease.conn();
         let done = match conn.send_command(payload).await {
-            Ok(()) => relay(conn, stream, kind, client_id, capture).await,
+            Ok(()) => relay(conn, stream, kind, client_id, capture, local_files).await,
             Err(e) => Err(Relay::Backend(e.to_string(), None)),
         };
         let plan = std::mem::take(&mut self.plan);
@@ -411,10 +412,15 @@ impl Session {
                     let msg = "only a single KILL [CONNECTION | QUERY] <connection id> is supported through the proxy";
                     return self.error(stream, 1, errors::ER_NOT_SUPPORTED_YET, msg).await;
                 }
-                MyEffect::LoadDataLocal => {
-                    let msg = "LOAD DATA LOCAL INFILE is disabled by the proxy";
+                // The server asks the client for the file and the proxy
+                // passes the exchange on (super::relay). A client that did
+                // not offer CLIENT_LOCAL_FILES gets the server's own answer
+                // to it (backend connections all offer it).
+                MyEffect::LoadDataLocal if self.caps & CLIENT_LOCAL_FILES == 0 => {
+                    let msg = "The used command is not allowed with this MariaDB version";
                     return self.error(stream, 1, errors::ER_NOT_ALLOWED_COMMAND, msg).await;
                 }
+                MyEffect::LoadDataLocal => {}
                 MyEffect::Use(db) => {
                     if !self.tenant.may_use(&db) {
                         return self.deny_database(stream, &db).await;
