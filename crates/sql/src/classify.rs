@@ -86,6 +86,7 @@ fn by_keyword(kw: &[u8], cur: &mut Cursor<'_>, stmt: &str, hits: Prefilter, allo
         b"load" => Effect::Pin(PinReason::Load),
         b"do" if do_block_sets(stmt) => Effect::Pin(PinReason::SetInBlock),
         b"explain" if allow_explain => explain(cur, stmt),
+        b"alter" if alters_session_defaults(cur) => Effect::Defaults,
         b"select" | b"insert" | b"update" | b"delete" | b"merge" | b"with" | b"values" | b"table" | b"copy"
         | b"show" | b"explain" | b"analyze" | b"analyse" | b"vacuum" | b"create" | b"alter" | b"drop" | b"truncate"
         | b"grant" | b"revoke" | b"comment" | b"lock" | b"do" | b"call" | b"notify" | b"unlisten" | b"fetch"
@@ -93,6 +94,22 @@ fn by_keyword(kw: &[u8], cur: &mut Cursor<'_>, stmt: &str, hits: Prefilter, allo
         | b"reassign" | b"declare" => Effect::None,
         _ => Effect::Pin(PinReason::Unrecognized),
     }
+}
+
+/// `ALTER {ROLE | USER | DATABASE} ... {SET | RESET} ...` (also `IN
+/// DATABASE`, `ALL`): the per-role and per-database defaults a new session
+/// starts with (PostgreSQL "ALTER ROLE", "ALTER DATABASE"). `cur` is just
+/// after `ALTER`. `ALTER DATABASE ... SET TABLESPACE` counts too, harmlessly.
+fn alters_session_defaults(cur: &mut Cursor<'_>) -> bool {
+    if !(cur.eat_word("role") || cur.eat_word("user") || cur.eat_word("database")) {
+        return false;
+    }
+    while let Some(tok) = cur.next() {
+        if cur.is_word(Some(tok), "set") || cur.is_word(Some(tok), "reset") {
+            return true;
+        }
+    }
+    false
 }
 
 /// `EXPLAIN [ (options) | ANALYZE | VERBOSE ...] statement`: with ANALYZE the

@@ -136,6 +136,10 @@ pub enum Effect {
         /// Statement name, `None` for `ALL`.
         name: Option<String>,
     },
+    /// `ALTER ROLE|USER|DATABASE ... SET|RESET ...`: what new sessions
+    /// start with changed on the server. Pooled connections, whose sessions
+    /// started before, do not see it; new connections do.
+    Defaults,
     /// State that cannot move to another backend connection.
     Pin(PinReason),
 }

@@ -1,5 +1,6 @@
 //! Tests for non-pinning effects: transactions, DISCARD, prepared
-//! statements, plain statements and case-insensitivity.
+//! statements, new sessions' defaults, plain statements and
+//! case-insensitivity.
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +32,31 @@ fn transaction_control() {
     ];
     for (sql, cmd) in cases {
         assert_eq!(classify(sql), tx(cmd), "{sql}");
+    }
+}
+
+/// What new sessions of a role or database start with: the proxy replaces
+/// the backend's pooled connections after it, as their sessions started
+/// before.
+#[test]
+fn alter_role_or_database_set_changes_new_sessions_defaults() {
+    for sql in [
+        "ALTER ROLE app SET statement_timeout = '5s'",
+        "alter user app in database d set search_path to a, b",
+        "ALTER ROLE ALL SET work_mem = '8MB'",
+        "ALTER ROLE CURRENT_USER RESET statement_timeout",
+        "ALTER DATABASE d SET timezone TO 'UTC'",
+        "ALTER DATABASE d RESET ALL",
+    ] {
+        assert_eq!(classify(sql), Effect::Defaults, "{sql}");
+    }
+    for sql in [
+        "ALTER ROLE app WITH PASSWORD 'x'",
+        "ALTER DATABASE d RENAME TO e",
+        "ALTER TABLE t SET (fillfactor = 50)",
+        "ALTER SYSTEM SET work_mem = '8MB'",
+    ] {
+        assert_eq!(classify(sql), Effect::None, "{sql}");
     }
 }
 

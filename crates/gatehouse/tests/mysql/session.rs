@@ -18,6 +18,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("session::reset_connection_clears_session_state", reset_connection),
         ("session::shutdown_ends_idle_sessions", shutdown),
         ("session::health_checks_keep_their_connection", monitor_kept),
+        (
+            "session::set_global_reaches_the_next_clients_session",
+            set_global_next_session,
+        ),
     ]
 }
 
@@ -177,4 +181,80 @@ fn monitor_kept(ctx: &Ctx) -> Result<()> {
         seen.push((before, after));
     }
     anyhow::bail!("no monitor connection outlived 3 health checks: {seen:?}")
+}
+
+/// `SET GLOBAL max_allowed_packet` (the session value is the global one at
+/// connect, and COM_RESET_CONNECTION does not read it again): the next
+/// client's session has the new value, as on a new direct connection, in
+/// session and transaction mode; the pooled connections opened before are
+/// replaced.
+fn set_global_next_session(ctx: &Ctx) -> Result<()> {
+    let hash = gatehouse_proto_mysql::auth::native_password::format_stored(
+        &gatehouse_proto_mysql::auth::native_password::stored_hash(b"admin-pw"),
+    );
+    let more = format!(
+        r#"
+[[endpoints]]
+name = "sess"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+pool_mode = "session"
+
+[[tenants]]
+name = "admin"
+databases = ["app1"]
+secret = "superuser"
+mysql_native_password = "{hash}"
+"#
+    );
+    let settings = crate::own_config(ctx, "", &more)?;
+    ctx.rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let addrs = [
+            app.local_addr("sess").context("sess")?,
+            app.local_addr("rw").context("rw")?,
+        ];
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let proxy = tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        let session_value = |a| async move {
+            let mut c = mysql_async::Conn::new(crate::opts_at(a, "admin", "admin-pw", Some("app1"))).await?;
+            let v: Option<u64> = c.query_first("SELECT @@session.max_allowed_packet").await?;
+            c.disconnect().await?;
+            v.context("no value")
+        };
+        let checked = async {
+            let before = session_value(addrs[0]).await?;
+            session_value(addrs[1]).await?;
+            let wanted = if before == 33_554_432 { 50_331_648 } else { 33_554_432 };
+            for (round, a) in addrs.into_iter().enumerate() {
+                let mut admin = mysql_async::Conn::new(crate::opts_at(a, "admin", "admin-pw", Some("app1"))).await?;
+                admin
+                    .query_drop(format!(
+                        "SET GLOBAL max_allowed_packet = {}",
+                        wanted + round as u64 * 1024
+                    ))
+                    .await?;
+                admin.disconnect().await?;
+                let got = session_value(a).await?;
+                ensure!(
+                    got == wanted + round as u64 * 1024,
+                    "{a}: the next session has max_allowed_packet {got}, the global is {}",
+                    wanted + round as u64 * 1024
+                );
+            }
+            let mut admin = mysql_async::Conn::new(crate::opts_at(addrs[1], "admin", "admin-pw", Some("app1"))).await?;
+            admin
+                .query_drop(format!("SET GLOBAL max_allowed_packet = {before}"))
+                .await?;
+            admin.disconnect().await?;
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = tx.send(());
+        proxy.await??;
+        checked
+    })
 }

@@ -17,7 +17,51 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             "txn::reset_to_startup_values_reaches_the_client_as_parameter_status_pinned_or_not",
             reset_reported_pinned_or_not,
         ),
+        (
+            "txn::alter_role_set_reaches_the_next_session_as_direct",
+            alter_role_set_next_session,
+        ),
     ]
+}
+
+/// `ALTER ROLE ... SET` changes what *new* sessions of the role start
+/// with: a new direct connection sees it, and so must the next client
+/// through the pool, whose pooled connections' sessions started before (in
+/// PgBouncer they keep the old value until they are closed). The backend's
+/// pooled connections are replaced at the end of the transaction that ran
+/// it; `RESET` the same.
+fn alter_role_set_next_session(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let show = |c: tokio_postgres::Client| async move {
+            let v: String = c.query_one("SHOW statement_timeout", &[]).await?.get(0);
+            anyhow::Ok(v)
+        };
+        // Warm connections in the pool, opened before the change.
+        let warm = [
+            ctx.client("tx", "alice", "alice-pw", "app1").await?,
+            ctx.client("tx", "alice", "alice-pw", "app1").await?,
+        ];
+        let before = text(&warm[0], "SHOW statement_timeout").await?;
+        drop(warm);
+        let admin = ctx.client("tx", "alice", "alice-pw", "app1").await?;
+        admin
+            .batch_execute("ALTER ROLE CURRENT_USER SET statement_timeout = '123s'")
+            .await?;
+        let after = show(ctx.client("tx", "alice", "alice-pw", "app1").await?).await?;
+        admin
+            .batch_execute("ALTER ROLE CURRENT_USER RESET statement_timeout")
+            .await?;
+        let reset = show(ctx.client("tx", "alice", "alice-pw", "app1").await?).await?;
+        ensure!(
+            after == "123s",
+            "the next session after ALTER ROLE SET has statement_timeout {after}"
+        );
+        ensure!(
+            [reset.as_str()] == before.iter().map(String::as_str).collect::<Vec<_>>()[..],
+            "after RESET: {reset}, before: {before:?}"
+        );
+        Ok(())
+    })
 }
 
 /// A client that connected with DateStyle, TimeZone and (through

@@ -363,6 +363,7 @@ impl Session {
         self.decide_query(statements, dialect);
         let mut changes = Vec::new();
         let mut switch_to = None;
+        let mut sets_global = false;
         let mut unlocks = false;
         // The endpoint's `pinning_filter`: variables tracked (replayed) too
         // (usually none: no copy of the endpoint then).
@@ -436,6 +437,7 @@ impl Session {
                     self.locked = true;
                 }
                 MyEffect::UnlockTables => unlocks = true,
+                MyEffect::Global => sets_global = true,
                 _ => {}
             }
         }
@@ -502,6 +504,16 @@ impl Session {
             }
             if unlocks {
                 self.locked = false;
+            }
+            if sets_global {
+                // New sessions start from the server's global values: the
+                // pooled connections, opened before, start new sessions
+                // with the old ones. They are closed (the lent ones when
+                // they come back), so the next sessions open new ones, as
+                // new direct connections would.
+                let key = self.pool.key();
+                let closed = self.core.pools.retire_backend(&key.cluster, &key.backend);
+                tracing::info!(backend = %key.backend, closed, "SET GLOBAL: the backend's pooled connections are replaced");
             }
         } else if statements.len() > 1 && !changes.is_empty() {
             // Some of the SETs may have run: the connection's state is unknown.

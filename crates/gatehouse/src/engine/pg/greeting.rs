@@ -7,8 +7,9 @@
 //! A greeting is taken from a real backend connection after the client's
 //! startup parameters were applied and read back, so every value is the
 //! server's own (canonical) rendering. Entries live [`GREETING_TTL`], so a
-//! server-side default changed with `ALTER DATABASE … SET` or a reload
-//! reaches new clients within that time; the cache holds at most
+//! server-side default changed by a reload reaches new clients within that
+//! time (one changed with `ALTER ROLE|DATABASE … SET` through the proxy at
+//! once: [`Greetings::forget_backend`]); the cache holds at most
 //! [`MAX_GREETINGS`] entries (a client that sends a new
 //! `application_name` per connection cannot grow it without bound).
 
@@ -111,6 +112,16 @@ impl Greetings {
                 stored: now,
             },
         );
+    }
+
+    /// Forgets the greetings of the pools on `backend` of `cluster`: what
+    /// new sessions start with changed there (`ALTER ROLE|DATABASE ...
+    /// SET`).
+    pub fn forget_backend(&self, cluster: &str, backend: &str) {
+        self.map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, e| e.pool.cluster != cluster || e.pool.backend != backend);
     }
 
     /// Number of cached greetings (for tests and reports).

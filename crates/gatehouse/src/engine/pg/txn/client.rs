@@ -87,6 +87,10 @@ impl TxSession {
                 self.forget_statements();
                 false
             }
+            Effect::Defaults => {
+                self.defaults_changed = true;
+                false
+            }
             Effect::Prepare { name } => {
                 self.pin("sql_prepare", format!("SQL-level PREPARE of \"{name}\""));
                 false

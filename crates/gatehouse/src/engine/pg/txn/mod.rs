@@ -95,6 +95,10 @@ pub struct TxSession {
     registry: Registry,
     pinned: Option<String>,
     readback: bool,
+    /// The transaction ran `ALTER ROLE|DATABASE ... SET`: at its end the
+    /// backend's pooled connections are replaced, so new sessions start
+    /// with the new defaults.
+    defaults_changed: bool,
     /// After a synthetic error: drop client messages until Sync.
     client_skip: bool,
     /// Extended-query messages were sent since the client's last Sync: the
@@ -266,6 +270,7 @@ impl TxSession {
             registry: Registry::default(),
             pinned: None,
             readback: false,
+            defaults_changed: false,
             client_skip: false,
             unsynced: false,
             status: b'I',

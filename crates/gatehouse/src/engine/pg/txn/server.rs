@@ -30,6 +30,14 @@ impl TxSession {
         if !self.queue.is_empty() || self.unsynced || self.status != b'I' || self.b_remaining > 0 {
             return Ok(());
         }
+        if std::mem::take(&mut self.defaults_changed) {
+            // New sessions start with the role's and database's defaults as
+            // they are now; the pooled connections' sessions started before.
+            let key = self.pool.key();
+            let closed = self.core.pools.retire_backend(&key.cluster, &key.backend);
+            self.core.engine.greetings.forget_backend(&key.cluster, &key.backend);
+            tracing::info!(backend = %key.backend, closed, "ALTER ROLE/DATABASE SET: the backend's pooled connections are replaced");
+        }
         if self.pinned.is_some() {
             if self.readback && self.resets != 0 {
                 return Box::pin(self.restore_resets_here()).await;
