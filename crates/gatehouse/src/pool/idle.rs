@@ -61,15 +61,16 @@ impl<E: Engine> BackendShare<E> {
 
     /// Closes the idle connection longest unused among the pools beside
     /// `pool` (the same user and database, other startup parameters: see
-    /// [`super::PoolKey::startup`]), if any, as `pool` is about to open one.
-    /// They share the pool size for their leases ([`Pool::permits`]); a
-    /// new connection of one kind replacing an idle one of another keeps
-    /// their open connections within it too, where clients that change
-    /// kind (say, from one driver to another) would leave the old kind's
-    /// connections idle beside the new ones. (Counting first would race
-    /// with the opens under way, which are counted only once open.)
+    /// [`super::PoolKey::startup`]) as `pool` is about to open one, when
+    /// their connections would otherwise exceed the pool size they share.
+    /// Every lease of theirs holds one of the shared permits
+    /// ([`Pool::permits`]) and has, or is opening, one connection; so the
+    /// connections after this open are the permits in use plus the idle
+    /// ones beside (this pool has none idle, or it would not open). Counted
+    /// so, opens under way are never missed, and a connection of another
+    /// kind is closed only when the size demands it.
     pub(super) fn make_room_beside(&self, pool: &Pool<E>) {
-        let oldest = self
+        let beside: Vec<Arc<Pool<E>>> = self
             .pools_with_idle()
             .into_iter()
             .filter(|p| {
@@ -78,6 +79,13 @@ impl<E: Engine> BackendShare<E> {
                     && p.key.database == pool.key.database
                     && p.key.startup != pool.key.startup
             })
+            .collect();
+        let idle_beside: usize = beside.iter().map(|p| p.idle_count()).sum();
+        if idle_beside == 0 || pool.permits.in_use() + idle_beside <= pool.permits.size() {
+            return;
+        }
+        let oldest = beside
+            .iter()
             .filter_map(|p| Some((p.oldest_idle_since()?, p)))
             .min_by_key(|(since, _)| *since)
             .map(|(_, p)| p);

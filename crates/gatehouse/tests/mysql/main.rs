@@ -127,6 +127,57 @@ pub fn own_config(ctx: &Ctx, proxy: &str, more: &str) -> Result<gatehouse::confi
     gatehouse::config::parse(&text, &ctx.dir).map_err(|p| anyhow::anyhow!("{p}"))
 }
 
+/// A proxy of the case's own (the shared one keeps running), with the
+/// [`own_config`] endpoints `rw` (transaction mode) and `sess` (session
+/// mode) and one more tenant, `tenant` with `password` on `database`,
+/// backed by the server's superuser; `body` runs against (sess, rw), then
+/// the proxy stops.
+pub fn with_superuser_tenant_proxy<F, Fut>(
+    ctx: &Ctx,
+    tenant: &str,
+    password: &str,
+    database: &str,
+    body: F,
+) -> Result<()>
+where
+    F: FnOnce([SocketAddr; 2]) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    let hash = native_password::format_stored(&native_password::stored_hash(password.as_bytes()));
+    let more = format!(
+        r#"
+[[endpoints]]
+name = "sess"
+listen = "127.0.0.1:0"
+cluster = "my"
+role = "read_write"
+pool_mode = "session"
+
+[[tenants]]
+name = "{tenant}"
+databases = ["{database}"]
+secret = "superuser"
+mysql_native_password = "{hash}"
+"#
+    );
+    let settings = own_config(ctx, "", &more)?;
+    ctx.rt.block_on(async {
+        let app = gatehouse::App::bind(settings).await?;
+        let addrs = [
+            app.local_addr("sess").context("sess")?,
+            app.local_addr("rw").context("rw")?,
+        ];
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let proxy = tokio::spawn(gatehouse::run(app, async {
+            let _ = rx.await;
+        }));
+        let checked = body(addrs).await;
+        let _ = tx.send(());
+        proxy.await??;
+        checked
+    })
+}
+
 /// The text [`own_config`] parses.
 pub fn own_config_text(ctx: &Ctx, proxy: &str, more: &str) -> Result<String> {
     let p = ctx.cluster.mysql_primary().context("no primary")?;

@@ -189,72 +189,37 @@ fn monitor_kept(ctx: &Ctx) -> Result<()> {
 /// session and transaction mode; the pooled connections opened before are
 /// replaced.
 fn set_global_next_session(ctx: &Ctx) -> Result<()> {
-    let hash = gatehouse_proto_mysql::auth::native_password::format_stored(
-        &gatehouse_proto_mysql::auth::native_password::stored_hash(b"admin-pw"),
-    );
-    let more = format!(
-        r#"
-[[endpoints]]
-name = "sess"
-listen = "127.0.0.1:0"
-cluster = "my"
-role = "read_write"
-pool_mode = "session"
-
-[[tenants]]
-name = "admin"
-databases = ["app1"]
-secret = "superuser"
-mysql_native_password = "{hash}"
-"#
-    );
-    let settings = crate::own_config(ctx, "", &more)?;
-    ctx.rt.block_on(async {
-        let app = gatehouse::App::bind(settings).await?;
-        let addrs = [
-            app.local_addr("sess").context("sess")?,
-            app.local_addr("rw").context("rw")?,
-        ];
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let proxy = tokio::spawn(gatehouse::run(app, async {
-            let _ = rx.await;
-        }));
+    crate::with_superuser_tenant_proxy(ctx, "admin", "admin-pw", "app1", |addrs| async move {
         let session_value = |a| async move {
             let mut c = mysql_async::Conn::new(crate::opts_at(a, "admin", "admin-pw", Some("app1"))).await?;
             let v: Option<u64> = c.query_first("SELECT @@session.max_allowed_packet").await?;
             c.disconnect().await?;
             v.context("no value")
         };
-        let checked = async {
-            let before = session_value(addrs[0]).await?;
-            session_value(addrs[1]).await?;
-            let wanted = if before == 33_554_432 { 50_331_648 } else { 33_554_432 };
-            for (round, a) in addrs.into_iter().enumerate() {
-                let mut admin = mysql_async::Conn::new(crate::opts_at(a, "admin", "admin-pw", Some("app1"))).await?;
-                admin
-                    .query_drop(format!(
-                        "SET GLOBAL max_allowed_packet = {}",
-                        wanted + round as u64 * 1024
-                    ))
-                    .await?;
-                admin.disconnect().await?;
-                let got = session_value(a).await?;
-                ensure!(
-                    got == wanted + round as u64 * 1024,
-                    "{a}: the next session has max_allowed_packet {got}, the global is {}",
-                    wanted + round as u64 * 1024
-                );
-            }
-            let mut admin = mysql_async::Conn::new(crate::opts_at(addrs[1], "admin", "admin-pw", Some("app1"))).await?;
+        let before = session_value(addrs[0]).await?;
+        session_value(addrs[1]).await?;
+        let wanted = if before == 33_554_432 { 50_331_648 } else { 33_554_432 };
+        for (round, a) in addrs.into_iter().enumerate() {
+            let mut admin = mysql_async::Conn::new(crate::opts_at(a, "admin", "admin-pw", Some("app1"))).await?;
             admin
-                .query_drop(format!("SET GLOBAL max_allowed_packet = {before}"))
+                .query_drop(format!(
+                    "SET GLOBAL max_allowed_packet = {}",
+                    wanted + round as u64 * 1024
+                ))
                 .await?;
             admin.disconnect().await?;
-            anyhow::Ok(())
+            let got = session_value(a).await?;
+            ensure!(
+                got == wanted + round as u64 * 1024,
+                "{a}: the next session has max_allowed_packet {got}, the global is {}",
+                wanted + round as u64 * 1024
+            );
         }
-        .await;
-        let _ = tx.send(());
-        proxy.await??;
-        checked
+        let mut admin = mysql_async::Conn::new(crate::opts_at(addrs[1], "admin", "admin-pw", Some("app1"))).await?;
+        admin
+            .query_drop(format!("SET GLOBAL max_allowed_packet = {before}"))
+            .await?;
+        admin.disconnect().await?;
+        Ok(())
     })
 }

@@ -142,19 +142,23 @@ fn startup_parameters_are_reset_values(ctx: &Ctx) -> Result<()> {
             ensure!(show(&a).await? == startup, "after {reset}: {:?}", show(&a).await?);
         }
         drop(a);
-        // Another client (other startup parameters) gets none of them.
+        // The same set again: the connection opened with it is reused.
+        let c = solo_with(ctx, STARTUP).await?;
+        let pid_c: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+        ensure!(pid_c == pid_a, "a connection opened with the same startup set was not reused ({pid_a} vs {pid_c})");
+        ensure!(show(&c).await? == startup, "reused: {:?}", show(&c).await?);
+        drop(c);
+        // Another client (other startup parameters) gets none of them: on
+        // this pool of one, its connection replaces the idle one opened
+        // with them (the pools of one key share its size).
         let b = solo_with(ctx, "").await?;
         let seen = show(&b).await?;
         ensure!(seen[0] != startup[0] && seen[1] != startup[1], "startup values leaked: {seen:?}");
         ensure!(seen[2] == "on" && seen[3] != "gh_startup", "startup values leaked: {seen:?}");
         b.batch_execute("RESET ALL").await?;
         ensure!(show(&b).await?[2] == "on", "RESET ALL took another client's startup value");
-        drop(b);
-        // The same set again: the connection opened with it is reused.
-        let c = solo_with(ctx, STARTUP).await?;
-        let pid_c: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
-        ensure!(pid_c == pid_a, "a connection opened with the same startup set was not reused ({pid_a} vs {pid_c})");
-        ensure!(show(&c).await? == startup, "reused: {:?}", show(&c).await?);
+        let pid_b: i32 = b.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+        ensure!(pid_b != pid_a, "a connection opened with other startup parameters was given to another client");
         Ok(())
     })
 }

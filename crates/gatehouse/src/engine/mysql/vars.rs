@@ -13,6 +13,9 @@ use gatehouse_sql::mysql::VarChange;
 const NAMES: &str = "names";
 /// Pseudo-variable for `SET CHARACTER SET charset`.
 const CHARACTER_SET: &str = "character set";
+/// A fresh `sql_mode` on a connection opened with `CLIENT_IGNORE_SPACE`:
+/// the server adds `IGNORE_SPACE` to the global one at login.
+const SQL_MODE_DEFAULT_IGNORE_SPACE: &str = "CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')";
 
 /// Variables set on a session or a connection: name → value text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -81,7 +84,10 @@ impl Vars {
     /// The statement that makes a connection holding `have` hold `self`,
     /// or `None` when they agree. `mariadb`: the server names the
     /// transaction variables `tx_isolation` / `tx_read_only` (before 11.1).
-    pub fn replay_sql(&self, have: &Vars, mariadb: bool) -> Option<String> {
+    /// `ignore_space`: the connection was opened with `CLIENT_IGNORE_SPACE`,
+    /// so its fresh `sql_mode` is the global one with `IGNORE_SPACE`, which
+    /// `DEFAULT` alone would drop.
+    pub fn replay_sql(&self, have: &Vars, mariadb: bool, ignore_space: bool) -> Option<String> {
         if self == have {
             return None;
         }
@@ -116,7 +122,10 @@ impl Vars {
         }
         for n in have.0.keys() {
             if n != NAMES && n != CHARACTER_SET && !self.0.contains_key(n) {
-                add(n, "DEFAULT");
+                match (n.as_str(), ignore_space) {
+                    ("sql_mode", true) => add(n, SQL_MODE_DEFAULT_IGNORE_SPACE),
+                    _ => add(n, "DEFAULT"),
+                }
             }
         }
         let mut sql = String::new();
@@ -173,10 +182,28 @@ mod tests {
         have.apply(&set("time_zone", "'+02:00'"));
         have.apply(&set("autocommit", "0"));
         assert_eq!(
-            want.replay_sql(&have, true).as_deref(),
+            want.replay_sql(&have, true, false).as_deref(),
             Some("SET SESSION sql_mode = 'ANSI', SESSION autocommit = DEFAULT")
         );
-        assert_eq!(want.replay_sql(&want.clone(), true), None);
+        assert_eq!(want.replay_sql(&want.clone(), true, false), None);
+    }
+
+    /// A connection opened with CLIENT_IGNORE_SPACE: a client that set no
+    /// `sql_mode` gets the global one with IGNORE_SPACE, as at its login,
+    /// where `DEFAULT` would give the global one alone.
+    #[test]
+    fn sql_mode_back_to_a_fresh_connections_keeps_ignore_space() {
+        let mut have = Vars::new();
+        have.apply(&set("sql_mode", "'ANSI'"));
+        let fresh = Vars::new();
+        assert_eq!(
+            fresh.replay_sql(&have, true, true).as_deref(),
+            Some("SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')")
+        );
+        assert_eq!(
+            fresh.replay_sql(&have, true, false).as_deref(),
+            Some("SET SESSION sql_mode = DEFAULT")
+        );
     }
 
     #[test]
@@ -188,11 +215,11 @@ mod tests {
         });
         want.apply(&set("transaction_isolation", "'READ-COMMITTED'"));
         assert_eq!(
-            want.replay_sql(&Vars::new(), true).as_deref(),
+            want.replay_sql(&Vars::new(), true, false).as_deref(),
             Some("SET NAMES latin1; SET SESSION tx_isolation = 'READ-COMMITTED'")
         );
         assert_eq!(
-            Vars::new().replay_sql(&want, false).as_deref(),
+            Vars::new().replay_sql(&want, false, false).as_deref(),
             Some("SET NAMES DEFAULT; SET SESSION transaction_isolation = DEFAULT")
         );
         let mut reset = want.clone();
@@ -212,7 +239,7 @@ mod tests {
         assert_eq!(Vars::for_collation(45, 45, builtin), Vars::new());
         let latin = Vars::for_collation(8, 45, builtin);
         assert_eq!(
-            latin.replay_sql(&Vars::new(), true).as_deref(),
+            latin.replay_sql(&Vars::new(), true, false).as_deref(),
             Some("SET NAMES latin1 COLLATE latin1_swedish_ci")
         );
     }
