@@ -17,6 +17,8 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
         ("queries::read_only_endpoint_reaches_the_replica", read_only),
         ("queries::bad_packets_get_error_numbers", bad_packets),
         ("queries::handshake_collation_is_replayed", handshake_collation),
+        // Named as it was when it lived among the transaction-mode cases.
+        ("txn::explain_shows_last_insert_id_as_written", explain_last_insert_id),
         (
             "queries::stored_views_and_routines_keep_their_information_functions",
             stored_code,
@@ -301,6 +303,38 @@ fn stored_code(ctx: &Ctx) -> Result<()> {
             routine.to_ascii_lowercase().contains("connection_id()"),
             "the procedure was stored with a value written in: {routine}"
         );
+        Ok(())
+    })
+}
+
+/// `EXPLAIN EXTENDED` shows the statement as the server parsed it (the
+/// note `SHOW WARNINGS` reads): `LAST_INSERT_ID()` there is the call the
+/// client wrote, its value set on the connection, not written in; the
+/// session's own id still answers after it, with other clients on the
+/// same two connections in between.
+fn explain_last_insert_id(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let mut c = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+        let mut other = ctx.conn("small", "alice", "alice-pw", "app1").await?;
+        c.query_drop("CREATE TABLE IF NOT EXISTS eids (id INT AUTO_INCREMENT PRIMARY KEY)")
+            .await?;
+        for round in 0..4 {
+            c.query_drop("INSERT INTO eids VALUES (NULL)").await?;
+            let id: Option<i64> = c.query_first("SELECT LAST_INSERT_ID()").await?;
+            other.query_drop("INSERT INTO eids VALUES (NULL)").await?;
+            c.query_drop("EXPLAIN EXTENDED SELECT LAST_INSERT_ID() + 0").await?;
+            let notes: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await?;
+            let note = notes.first().map(|n| n.2.to_ascii_lowercase()).unwrap_or_default();
+            ensure!(
+                note.contains("last_insert_id() + 0"),
+                "round {round}: EXPLAIN's note shows {note:?}, not the call as written"
+            );
+            let again: Option<i64> = c.query_first("SELECT LAST_INSERT_ID()").await?;
+            ensure!(
+                again == id,
+                "round {round}: LAST_INSERT_ID() {again:?} after EXPLAIN, was {id:?}"
+            );
+        }
         Ok(())
     })
 }

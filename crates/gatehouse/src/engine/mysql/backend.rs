@@ -481,14 +481,9 @@ impl MyConn {
     /// database's own: the database is selected again (COM_INIT_DB, in
     /// the same write), as a new connection would have it.
     pub async fn reset(&mut self) -> Result<(), ProxyError> {
-        self.wbuf.clear();
-        io::put_packet(&mut self.wbuf, 0, &[COM_RESET_CONNECTION]);
-        if let Some(db) = &self.database {
-            let mut init = Vec::with_capacity(db.len() + 1);
-            init.push(COM_INIT_DB);
-            init.extend_from_slice(db.as_bytes());
-            io::put_packet(&mut self.wbuf, 0, &init);
-        }
+        let database = self.database.take();
+        self.frame_reset(database.as_deref());
+        self.database = database;
         self.stream
             .write_all(&self.wbuf)
             .await
@@ -501,6 +496,19 @@ impl MyConn {
             return Err(malformed(&self.addr, "data after the reply to COM_RESET_CONNECTION"));
         }
         self.restore_login_sql_mode().await
+    }
+
+    /// Frames COM_RESET_CONNECTION, then COM_INIT_DB of `database` when
+    /// given, into the write buffer: one write, two replies.
+    pub(super) fn frame_reset(&mut self, database: Option<&str>) {
+        self.wbuf.clear();
+        io::put_packet(&mut self.wbuf, 0, &[COM_RESET_CONNECTION]);
+        if let Some(db) = database {
+            let mut init = Vec::with_capacity(db.len() + 1);
+            init.push(COM_INIT_DB);
+            init.extend_from_slice(db.as_bytes());
+            io::put_packet(&mut self.wbuf, 0, &init);
+        }
     }
 
     /// What the login's capabilities gave the session and a reset takes

@@ -5,14 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_proto_mysql::consts::{COM_INIT_DB, COM_RESET_CONNECTION};
 use tokio::io::AsyncWriteExt;
 use zeroize::Zeroizing;
 
 use super::{MyConn, auth, io_error, malformed};
 use crate::backend_tls::BackendTls;
 use crate::engine::SwitchError;
-use crate::engine::mysql::io;
 use crate::error::ProxyError;
 
 impl MyConn {
@@ -77,12 +75,7 @@ impl MyConn {
     pub async fn reset_to_database(&mut self, database: &str, timeout: Duration) -> Result<(), SwitchError> {
         let broken = |error| SwitchError { error, intact: false };
         let work = async {
-            self.wbuf.clear();
-            io::put_packet(&mut self.wbuf, 0, &[COM_RESET_CONNECTION]);
-            let mut init = Vec::with_capacity(database.len() + 1);
-            init.push(COM_INIT_DB);
-            init.extend_from_slice(database.as_bytes());
-            io::put_packet(&mut self.wbuf, 0, &init);
+            self.frame_reset(Some(database));
             self.stream
                 .write_all(&self.wbuf)
                 .await
