@@ -5,7 +5,10 @@
 //! hand-over of connections to the leases waiting for a place, first come,
 //! first served across pools (engines that switch connections between
 //! tenants, [`crate::engine::Engine::SWITCHES`]), and the switch that
-//! makes another pool's connection a lease's own ([`Pool::adopt`]).
+//! makes another pool's connection a lease's own ([`Pool::adopt`]). A
+//! waiter that cannot take the idle connections there are (they were
+//! opened with other startup parameters, which a switch keeps) gets the
+//! place of one closed for it.
 //!
 //! Ordering: a lease that starts to wait is queued, counted (sequentially
 //! consistent) and then looks at the idle connections; a connection coming
@@ -22,6 +25,7 @@ use tokio::sync::oneshot;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use super::share::Place;
 use super::{BackendShare, OpenMark, Phase, Pool, Pooled};
 use crate::engine::{Engine, SwitchError};
 
@@ -32,11 +36,15 @@ pub(super) struct Handed<E: Engine> {
 }
 
 /// A lease of `pool` waiting for a connection to be handed to it, or
-/// (`wants_place`: its pool must open a connection of its own) for a place.
+/// (`wants_place`: its pool must open a connection of its own) for a place;
+/// either may come as a place freed for it ([`Place::Slot`]).
 pub(super) struct Waiter<E: Engine> {
     pub pool: Weak<Pool<E>>,
-    pub tx: oneshot::Sender<Handed<E>>,
+    pub tx: oneshot::Sender<Place<E>>,
     pub wants_place: bool,
+    /// Since when, at the front of the line, it has found only
+    /// connections of other kinds idle.
+    pub blocked: Option<Instant>,
 }
 
 impl<E: Engine> BackendShare<E> {
@@ -95,9 +103,17 @@ impl<E: Engine> BackendShare<E> {
 
     /// Takes the idle connection a lease of `for_pool` should get: one of
     /// that pool, else one of the same backend user (cheaper to move),
-    /// else the one idle longest on the backend. With `None`, the one idle
-    /// longest.
+    /// else the one idle longest on the backend, among the connections it
+    /// can switch (opened with its startup parameters). With `None`, the
+    /// one idle longest.
     pub(super) fn take_idle(&self, for_pool: Option<&Pool<E>>) -> Option<Handed<E>> {
+        self.take_idle_of(for_pool, true)
+    }
+
+    /// [`BackendShare::take_idle`] among the connections a lease of
+    /// `for_pool` can switch (`same_kind`), or among those it cannot (the
+    /// one idle longest, to close for it).
+    fn take_idle_of(&self, for_pool: Option<&Pool<E>>, same_kind: bool) -> Option<Handed<E>> {
         let pools = self.pools_with_idle();
         // Another lease may empty the chosen pool between the look and the
         // take: look again (a few times; each miss means others progress).
@@ -107,7 +123,7 @@ impl<E: Engine> BackendShare<E> {
                 // A connection opened with other startup parameters
                 // (PostgreSQL's, MySQL's session capabilities) keeps them
                 // through a switch: never another pool's of another kind.
-                .filter(|p| for_pool.is_none_or(|f| p.key.startup == f.key.startup))
+                .filter(|p| for_pool.is_none_or(|f| (p.key.startup == f.key.startup) == same_kind))
                 .filter_map(|p| {
                     let since = p.oldest_idle_since()?;
                     let rank = match for_pool {
@@ -129,38 +145,105 @@ impl<E: Engine> BackendShare<E> {
     }
 
     /// Hands idle connections to the leases waiting on this backend, first
-    /// in line first, while there are both.
+    /// in line first, while there are both. The first waiter gets an idle
+    /// connection it can switch (one opened with its startup parameters).
+    /// Where only connections of other kinds are idle, one of them is
+    /// closed and its place on the backend goes to that waiter (not to
+    /// whoever the semaphore serves next, so each close serves the waiter
+    /// it was made for) once waiting longer would cost it more than an
+    /// open: it waits for a place of its own (`wants_place`), no
+    /// connection of its kind is open to come back, or it has waited, at
+    /// the front with only other kinds idle, what an open takes on this
+    /// backend. Until then the idle connections go
+    /// to the first waiters behind it that can switch them, so clients of
+    /// two kinds on a full backend do not close and open connections for
+    /// each other at every turn.
     pub(super) fn hand_over_idle(&self) {
         let mut queue = self.handoff.lock().unwrap_or_else(PoisonError::into_inner);
-        while let Some(front) = queue.front() {
+        while let Some(front) = queue.front_mut() {
             let Some(pool) = front.pool.upgrade().filter(|_| !front.tx.is_closed()) else {
                 queue.pop_front();
                 continue;
             };
-            if front.wants_place {
-                // Closing the connection idle longest frees a place (the
-                // semaphore serves it in its own order).
-                if !self.close_idle_longest() {
+            // A connection that comes back while this runs waits for the
+            // lock and hands itself over next: only one the waiter cannot
+            // switch is closed for it, never one of its kind.
+            let place = if front.wants_place {
+                self.take_idle(None).map(|c| Place::Slot(c.close_for_place()))
+            } else if let Some(handed) = self.take_idle(Some(&pool)) {
+                Some(Place::Conn(handed))
+            } else if !self.kind_open(&pool)
+                || front.blocked.get_or_insert_with(Instant::now).elapsed() >= self.counts.open_cost()
+            {
+                self.take_idle_of(Some(&pool), false)
+                    .map(|c| Place::Slot(c.close_for_place()))
+            } else {
+                // Its kind comes back soon: the waiters behind that can
+                // switch an idle connection are served meanwhile.
+                if !self.serve_behind(&mut queue) {
                     break;
                 }
-                queue.pop_front();
                 continue;
-            }
-            let Some(handed) = self.take_idle(Some(&pool)) else {
-                break;
             };
+            let Some(place) = place else { break };
             let Some(waiter) = queue.pop_front() else { break };
-            if let Err(back) = waiter.tx.send(handed) {
-                // It stopped waiting just now: the connection stays idle.
+            if let Err(Place::Conn(back)) = waiter.tx.send(place) {
+                // It stopped waiting just now: the connection stays idle
+                // (a place given back is freed as it drops).
                 back.from.put_back(back.pooled);
             }
         }
+    }
+
+    /// Hands an idle connection to the first waiter behind the front one
+    /// that can switch it; false if none can.
+    fn serve_behind(&self, queue: &mut std::collections::VecDeque<Waiter<E>>) -> bool {
+        let kinds: Vec<Vec<(String, String)>> = self.pools_with_idle().iter().map(|p| p.key.startup.clone()).collect();
+        let found = queue.iter().enumerate().skip(1).find_map(|(i, w)| {
+            if w.wants_place || w.tx.is_closed() {
+                return None;
+            }
+            let pool = w.pool.upgrade()?;
+            kinds.contains(&pool.key.startup).then_some((i, pool))
+        });
+        let Some((i, pool)) = found else { return false };
+        let Some(handed) = self.take_idle(Some(&pool)) else {
+            return false;
+        };
+        match queue.remove(i) {
+            Some(waiter) => {
+                if let Err(Place::Conn(back)) = waiter.tx.send(Place::Conn(handed)) {
+                    back.from.put_back(back.pooled);
+                }
+            }
+            None => handed.from.put_back(handed.pooled),
+        }
+        true
+    }
+
+    /// Whether a connection opened with `pool`'s startup parameters is
+    /// open on this backend (idle or lent), so one may come back for it.
+    fn kind_open(&self, pool: &Pool<E>) -> bool {
+        self.pools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(|(p, _)| p.upgrade())
+            .any(|p| p.key.startup == pool.key.startup && p.open_count() > 0)
     }
 
     /// Closes the connection idle longest on this backend, to make room
     /// for a new one; false if there is none.
     pub(super) fn close_idle_longest(&self) -> bool {
         self.take_idle(None).is_some()
+    }
+}
+
+impl<E: Engine> Handed<E> {
+    /// Closes the connection and keeps its place on the backend, for the
+    /// waiter it is closed for.
+    fn close_for_place(mut self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.pooled.slot.take()
     }
 }
 

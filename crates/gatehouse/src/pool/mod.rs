@@ -83,8 +83,10 @@ struct Pooled<C> {
     idle_since: Instant,
     /// How many times it moved to another pool.
     switches: u32,
-    /// Its place in the backend's connection limit.
-    _slot: Option<OwnedSemaphorePermit>,
+    /// Its place in the backend's connection limit (taken out when the
+    /// connection is closed to make room for a waiter: the place goes to
+    /// that waiter, see [`idle`]).
+    slot: Option<OwnedSemaphorePermit>,
     /// Counts it in its pool's open connections (replaced when it moves
     /// to another pool).
     open: OpenMark,
@@ -430,7 +432,7 @@ impl<E: Engine> Pool<E> {
             created: started,
             idle_since: now,
             switches: 0,
-            _slot: slot,
+            slot,
             open: OpenMark::new(&self.open),
             _closed: CloseMark(counts.clone()),
         }))

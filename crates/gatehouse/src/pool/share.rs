@@ -114,6 +114,14 @@ impl ShareCounts {
         p.count.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// What opening a connection to the backend took on average (zero
+    /// before the first open).
+    pub(super) fn open_cost(&self) -> Duration {
+        let p = &self.phases[Phase::Open as usize];
+        let count = p.count.load(Ordering::Relaxed);
+        Duration::from_nanos(p.nanos.load(Ordering::Relaxed).checked_div(count).unwrap_or(0))
+    }
+
     /// A pool of the backend opened a connection, or failed to.
     pub(super) fn open(&self, ok: bool) {
         let counter = if ok { &self.opened } else { &self.open_failed };
@@ -144,9 +152,15 @@ pub struct BackendConnects {
     pub cap: Option<usize>,
 }
 
+/// The least a waiting lease waits before it looks at the idle connections
+/// again itself (see [`BackendShare::acquire`]): a floor under the mean
+/// time to open a connection, which is zero before the first open.
+const NUDGE_FIRST: Duration = Duration::from_millis(1);
+
 /// What a lease that needs a connection beyond its pool's idle ones gets.
 pub(super) enum Place<E: Engine> {
-    /// A place for a new connection (`None`: the backend's cap is unknown).
+    /// A place for a new connection (`None`: the backend's cap is unknown,
+    /// or the connection closed for it had been opened before it was known).
     Slot(Option<OwnedSemaphorePermit>),
     /// A connection another pool handed over while the lease waited.
     Conn(Handed<E>),
@@ -286,6 +300,7 @@ impl<E: Engine> BackendShare<E> {
                         pool: Arc::downgrade(pool),
                         tx,
                         wants_place: !switching,
+                        blocked: None,
                     });
                 handed = Some(rx);
             }
@@ -301,12 +316,28 @@ impl<E: Engine> BackendShare<E> {
                 self.close_idle_longest();
             }
             let place = async {
-                match handed.as_mut() {
-                    Some(rx) => tokio::select! {
-                        p = sem.clone().acquire_owned() => p.ok().map(|p| Place::Slot(Some(p))),
-                        c = rx => c.ok().map(Place::Conn),
-                    },
-                    None => sem.clone().acquire_owned().await.ok().map(|p| Place::Slot(Some(p))),
+                let acquired = sem.clone().acquire_owned();
+                let Some(rx) = handed.as_mut() else {
+                    return acquired.await.ok().map(|p| Place::Slot(Some(p)));
+                };
+                tokio::pin!(acquired);
+                // Once a waiter at the front has found only other kinds
+                // idle for what an open takes, the hand-over closes one
+                // for it (`idle.rs`): it looks again now and then (every
+                // open's time, doubling), in case nothing comes back.
+                let mut every = self.counts.open_cost().max(NUDGE_FIRST);
+                let nudge = tokio::time::sleep(every);
+                tokio::pin!(nudge);
+                loop {
+                    tokio::select! {
+                        p = &mut acquired => return p.ok().map(|p| Place::Slot(Some(p))),
+                        c = &mut *rx => return c.ok(),
+                        () = &mut nudge => {
+                            self.hand_over_idle();
+                            every = every.saturating_mul(2);
+                            nudge.as_mut().reset(tokio::time::Instant::now() + every);
+                        }
+                    }
                 }
             };
             let got = tokio::time::timeout_at(deadline, place).await.ok().flatten();
@@ -316,7 +347,7 @@ impl<E: Engine> BackendShare<E> {
                 rx.close();
                 rx.try_recv()
             }) {
-                Some(Ok(c)) => Some(Place::Conn(c)),
+                Some(Ok(c)) => Some(c),
                 _ => got,
             }
         };

@@ -37,25 +37,21 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
 /// Capabilities that change what the server does for the session, which
 /// only a connection's handshake can ask for: `CLIENT_FOUND_ROWS` (an
 /// UPDATE's affected rows count the rows matched, as Connector/J and
-/// MariaDB Connector/J ask by default), `CLIENT_IGNORE_SPACE` (`mysql -i`)
-/// and `CLIENT_INTERACTIVE`. A client that asks for them leases from the
+/// MariaDB Connector/J ask by default), `CLIENT_IGNORE_SPACE` (the
+/// session's `sql_mode` gets `IGNORE_SPACE`: the `mysql` client's `-i`)
+/// and `CLIENT_INTERACTIVE` (`wait_timeout` is `interactive_timeout`).
+/// Clients are offered them; a client that asks for any leases from the
 /// pool of backend connections opened with the same ones
-/// ([`session_caps_startup`], [`pool_for_caps`]). **Not offered yet**
-/// (empty): with pools split by client kind, a lease that can only switch
-/// a connection of its own kind waits behind idle connections of another
-/// kind on a backend whose share is full (the driver matrix's many-tenant
-/// trial: 14 of 20 programs timed out). They are offered once the pool
-/// hands connections across kinds (closing one of another kind for a
-/// waiter whose kind has none idle) without the close cascades a first
-/// attempt caused.
-pub const SESSION_CAPS: u32 = 0;
+/// ([`session_caps_startup`], [`pool_for_caps`]). Where a backend's share
+/// is full and only connections of another kind are idle, one of them is
+/// closed and its place goes to the waiting lease (`pool::idle`).
+pub const SESSION_CAPS: u32 = CLIENT_FOUND_ROWS | CLIENT_IGNORE_SPACE | CLIENT_INTERACTIVE;
 
 /// MariaDB's extended capabilities that change what the server sends the
 /// session: `MARIADB_CLIENT_EXTENDED_TYPE_INFO` (column definitions name a
-/// column's data type, such as `json`, and format). Carried as
-/// [`SESSION_CAPS`] are (offered once a backend offers them), and not
-/// offered yet for the same reason.
-pub const SESSION_EXT_CAPS: u32 = 0;
+/// column's data type, such as `json`, and format). Offered to clients once
+/// a backend was seen offering them; carried as [`SESSION_CAPS`] are.
+pub const SESSION_EXT_CAPS: u32 = MARIADB_CLIENT_EXTENDED_TYPE_INFO;
 
 /// The [`crate::pool::PoolKey::startup`] entry naming the session
 /// capabilities backend connections are opened with.
