@@ -74,13 +74,13 @@ ensure_packages
 # shellcheck source=bench/common.sh
 source bench/common.sh
 
-# --short: the tests that found differences in Gatehouse (database names
-# outside ASCII, the database's character set after a reset (ctype_collate
-# after commit), LAST_INSERT_ID() in EXPLAIN) and a sample, checked
+# --short: the tests that found differences in Gatehouse (the handshake's
+# capabilities: extended type information (mysql -i: the Rust tests), database names
+# outside ASCII, LAST_INSERT_ID() in EXPLAIN) and a sample, checked
 # (SUITE_CHECK=1): what ./test runs, in about two minutes.
 if [ "${1:-}" = --short ]; then
   shift
-  SUITE_TESTS=${SUITE_TESTS:-1st query_cache_innodb auto_increment ctype_collate alias bool case commit func_str having limit union update user_var variables}
+  SUITE_TESTS=${SUITE_TESTS:-1st mysql-metadata type_json query_cache_innodb auto_increment ctype_collate alias bool case commit func_str having limit union update user_var variables}
   SUITE_CHECK=1
   SUITE_DIR=${SUITE_DIR:-/var/tmp/gatehouse-mariadb-mtr-short}
 fi
