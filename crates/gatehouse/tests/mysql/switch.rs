@@ -39,6 +39,10 @@ pub fn cases() -> Vec<(&'static str, crate::Case)> {
             other_kind_gets_a_place,
         ),
         (
+            "switch::a_connection_switched_between_ignore_space_clients_keeps_ignore_space",
+            ignore_space_after_switch,
+        ),
+        (
             "switch::clients_of_two_kinds_at_once_on_three_backend_connections_all_finish_within_the_cap",
             two_kinds_at_once,
         ),
@@ -403,6 +407,50 @@ fn other_kind_gets_a_place(ctx: &Ctx) -> Result<()> {
                 opened == 4 && closed == 1,
                 "opened {opened}, closed {closed}: want one closed for the new kind"
             );
+            Ok(())
+        }
+        .await;
+        proxy.stop();
+        result
+    })
+}
+
+/// `mysql -i` (`CLIENT_IGNORE_SPACE`) as one tenant, then as another on
+/// the full share: the second switches the first's connection
+/// (COM_CHANGE_USER, which gives the session the global `sql_mode`
+/// without the IGNORE_SPACE the login added) and still finds it, as a new
+/// connection of its own would (`COUNT (*)` parses).
+fn ignore_space_after_switch(ctx: &Ctx) -> Result<()> {
+    ctx.rt.block_on(async {
+        let proxy = proxy(ctx, "ignorespace").await?;
+        let result = async {
+            let held = proxy.hold_two().await?;
+            let sql = "SELECT FIND_IN_SET('IGNORE_SPACE', @@sql_mode) > 0; SELECT COUNT (*) FROM t";
+            for i in [2, 3, 2] {
+                let (name, _, db) = tenant(i);
+                let out = tokio::process::Command::new("mysql")
+                    .args(["--no-defaults", "-h", &proxy.rw.ip().to_string()])
+                    .args(["-P", &proxy.rw.port().to_string(), "-u", &name, &format!("-p{name}-pw")])
+                    .args(["--skip-ssl", "-N", "-B", "-i", &db, "-e", sql])
+                    .output()
+                    .await
+                    .context("running mysql")?;
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                ensure!(
+                    out.status.success() && stdout.lines().collect::<Vec<_>>() == ["1", "1"],
+                    "sw{i} with -i: {stdout} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                proxy.settle().await?;
+            }
+            let (opened, switched, failed) = proxy.counts();
+            ensure!(
+                opened == 3 && switched >= 2 && failed == 0,
+                "opened {opened}, switched {switched}, failed {failed}: want the third connection switched"
+            );
+            for c in held {
+                c.disconnect().await?;
+            }
             Ok(())
         }
         .await;

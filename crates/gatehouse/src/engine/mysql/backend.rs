@@ -495,7 +495,7 @@ impl MyConn {
         if !self.rbuf.is_empty() {
             return Err(malformed(&self.addr, "data after the reply to COM_RESET_CONNECTION"));
         }
-        self.restore_login_sql_mode().await
+        self.restore_login_session().await
     }
 
     /// Frames COM_RESET_CONNECTION, then COM_INIT_DB of `database` when
@@ -513,16 +513,21 @@ impl MyConn {
 
     /// What the login's capabilities gave the session and a reset takes
     /// away: the server adds `IGNORE_SPACE` to the `sql_mode` of a
-    /// connection opened with `CLIENT_IGNORE_SPACE` at login (and at
-    /// COM_CHANGE_USER), not at COM_RESET_CONNECTION, after which the
-    /// connection must again be what a new one is.
-    pub(super) async fn restore_login_sql_mode(&mut self) -> Result<(), ProxyError> {
-        if self.caps & gatehouse_proto_mysql::consts::CLIENT_IGNORE_SPACE == 0 {
+    /// connection opened with `CLIENT_IGNORE_SPACE`, and gives one opened
+    /// with `CLIENT_INTERACTIVE` the global `interactive_timeout` as its
+    /// `wait_timeout`, at login only: COM_RESET_CONNECTION and
+    /// COM_CHANGE_USER leave the global values (checked against MariaDB
+    /// 10.11), after which the connection must again be what a new one is.
+    pub(super) async fn restore_login_session(&mut self) -> Result<(), ProxyError> {
+        let mut sql = String::new();
+        for (name, value) in super::vars::login_defaults(self.caps) {
+            sql.push_str(if sql.is_empty() { "SET " } else { ", " });
+            sql.push_str(&format!("SESSION {name} = {value}"));
+        }
+        if sql.is_empty() {
             return Ok(());
         }
-        self.query("SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'IGNORE_SPACE')")
-            .await
-            .map(|_| ())
+        self.query(&sql).await.map(|_| ())
     }
 
     /// Without waiting: false when the server closed the socket or sent

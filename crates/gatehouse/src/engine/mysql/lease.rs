@@ -135,8 +135,7 @@ impl Session {
             return Err(ProxyError::new(Condition::Internal, "no backend connection"));
         };
         let conn = lease.conn();
-        let ignore_space = conn.caps & gatehouse_proto_mysql::consts::CLIENT_IGNORE_SPACE != 0;
-        if let Some(sql) = self.vars.replay_sql(&conn.vars, conn.is_mariadb(), ignore_space) {
+        if let Some(sql) = self.vars.replay_sql(&conn.vars, conn.is_mariadb(), conn.caps) {
             if let Err(e) = conn.query(&sql).await {
                 // Nothing of the client's ran; the connection is not reused.
                 self.drop_lease();

@@ -16,6 +16,23 @@ const CHARACTER_SET: &str = "character set";
 /// A fresh `sql_mode` on a connection opened with `CLIENT_IGNORE_SPACE`:
 /// the server adds `IGNORE_SPACE` to the global one at login.
 const SQL_MODE_DEFAULT_IGNORE_SPACE: &str = "CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')";
+/// A fresh `wait_timeout` on a connection opened with `CLIENT_INTERACTIVE`:
+/// the server gives it the global `interactive_timeout` at login.
+const WAIT_TIMEOUT_DEFAULT_INTERACTIVE: &str = "@@global.interactive_timeout";
+
+/// What `DEFAULT` would not give back of a fresh session on a connection
+/// opened with `caps` (its login's capabilities): the variable and the
+/// value a new connection has instead.
+pub fn login_defaults(caps: u32) -> impl Iterator<Item = (&'static str, &'static str)> {
+    use gatehouse_proto_mysql::consts::{CLIENT_IGNORE_SPACE, CLIENT_INTERACTIVE};
+    [
+        (CLIENT_IGNORE_SPACE, "sql_mode", SQL_MODE_DEFAULT_IGNORE_SPACE),
+        (CLIENT_INTERACTIVE, "wait_timeout", WAIT_TIMEOUT_DEFAULT_INTERACTIVE),
+    ]
+    .into_iter()
+    .filter(move |(cap, _, _)| caps & cap != 0)
+    .map(|(_, name, value)| (name, value))
+}
 
 /// Variables set on a session or a connection: name → value text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,10 +101,12 @@ impl Vars {
     /// The statement that makes a connection holding `have` hold `self`,
     /// or `None` when they agree. `mariadb`: the server names the
     /// transaction variables `tx_isolation` / `tx_read_only` (before 11.1).
-    /// `ignore_space`: the connection was opened with `CLIENT_IGNORE_SPACE`,
-    /// so its fresh `sql_mode` is the global one with `IGNORE_SPACE`, which
-    /// `DEFAULT` alone would drop.
-    pub fn replay_sql(&self, have: &Vars, mariadb: bool, ignore_space: bool) -> Option<String> {
+    /// `caps`: the capabilities the connection was opened with; with
+    /// `CLIENT_IGNORE_SPACE` its fresh `sql_mode` is the global one with
+    /// `IGNORE_SPACE`, with `CLIENT_INTERACTIVE` its fresh `wait_timeout` is
+    /// `interactive_timeout`, which `DEFAULT` alone would not give
+    /// ([`login_defaults`]).
+    pub fn replay_sql(&self, have: &Vars, mariadb: bool, caps: u32) -> Option<String> {
         if self == have {
             return None;
         }
@@ -122,9 +141,9 @@ impl Vars {
         }
         for n in have.0.keys() {
             if n != NAMES && n != CHARACTER_SET && !self.0.contains_key(n) {
-                match (n.as_str(), ignore_space) {
-                    ("sql_mode", true) => add(n, SQL_MODE_DEFAULT_IGNORE_SPACE),
-                    _ => add(n, "DEFAULT"),
+                match login_defaults(caps).find(|(name, _)| name == n) {
+                    Some((_, value)) => add(n, value),
+                    None => add(n, "DEFAULT"),
                 }
             }
         }
@@ -182,10 +201,10 @@ mod tests {
         have.apply(&set("time_zone", "'+02:00'"));
         have.apply(&set("autocommit", "0"));
         assert_eq!(
-            want.replay_sql(&have, true, false).as_deref(),
+            want.replay_sql(&have, true, 0).as_deref(),
             Some("SET SESSION sql_mode = 'ANSI', SESSION autocommit = DEFAULT")
         );
-        assert_eq!(want.replay_sql(&want.clone(), true, false), None);
+        assert_eq!(want.replay_sql(&want.clone(), true, 0), None);
     }
 
     /// A connection opened with CLIENT_IGNORE_SPACE: a client that set no
@@ -197,12 +216,33 @@ mod tests {
         have.apply(&set("sql_mode", "'ANSI'"));
         let fresh = Vars::new();
         assert_eq!(
-            fresh.replay_sql(&have, true, true).as_deref(),
+            fresh
+                .replay_sql(&have, true, gatehouse_proto_mysql::consts::CLIENT_IGNORE_SPACE)
+                .as_deref(),
             Some("SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), 'IGNORE_SPACE')")
         );
         assert_eq!(
-            fresh.replay_sql(&have, true, false).as_deref(),
+            fresh.replay_sql(&have, true, 0).as_deref(),
             Some("SET SESSION sql_mode = DEFAULT")
+        );
+    }
+
+    /// A connection opened with CLIENT_INTERACTIVE: a client that set no
+    /// `wait_timeout` gets `interactive_timeout`, as at its login.
+    #[test]
+    fn wait_timeout_back_to_a_fresh_interactive_connections() {
+        let mut have = Vars::new();
+        have.apply(&set("wait_timeout", "5"));
+        let fresh = Vars::new();
+        assert_eq!(
+            fresh
+                .replay_sql(&have, true, gatehouse_proto_mysql::consts::CLIENT_INTERACTIVE)
+                .as_deref(),
+            Some("SET SESSION wait_timeout = @@global.interactive_timeout")
+        );
+        assert_eq!(
+            fresh.replay_sql(&have, true, 0).as_deref(),
+            Some("SET SESSION wait_timeout = DEFAULT")
         );
     }
 
@@ -215,11 +255,11 @@ mod tests {
         });
         want.apply(&set("transaction_isolation", "'READ-COMMITTED'"));
         assert_eq!(
-            want.replay_sql(&Vars::new(), true, false).as_deref(),
+            want.replay_sql(&Vars::new(), true, 0).as_deref(),
             Some("SET NAMES latin1; SET SESSION tx_isolation = 'READ-COMMITTED'")
         );
         assert_eq!(
-            Vars::new().replay_sql(&want, false, false).as_deref(),
+            Vars::new().replay_sql(&want, false, 0).as_deref(),
             Some("SET NAMES DEFAULT; SET SESSION transaction_isolation = DEFAULT")
         );
         let mut reset = want.clone();
@@ -239,7 +279,7 @@ mod tests {
         assert_eq!(Vars::for_collation(45, 45, builtin), Vars::new());
         let latin = Vars::for_collation(8, 45, builtin);
         assert_eq!(
-            latin.replay_sql(&Vars::new(), true, false).as_deref(),
+            latin.replay_sql(&Vars::new(), true, 0).as_deref(),
             Some("SET NAMES latin1 COLLATE latin1_swedish_ci")
         );
     }

@@ -64,7 +64,9 @@ impl MyConn {
         self.forget_session_state();
         self.cancel.user = Arc::from(user);
         self.cancel.password = Arc::new(Zeroizing::new(password.to_vec()));
-        Ok(())
+        // COM_CHANGE_USER gives the session the global `sql_mode` and
+        // `wait_timeout`, without what the connection's login added.
+        self.restore_login_session().await
     }
 
     /// Moves a connection to `database` for the same user: COM_RESET_CONNECTION
@@ -103,7 +105,7 @@ impl MyConn {
         if !self.rbuf.is_empty() {
             return Err(broken(malformed(&self.addr, "data after the reply to COM_INIT_DB")));
         }
-        self.restore_login_sql_mode().await.map_err(broken)?;
+        self.restore_login_session().await.map_err(broken)?;
         refused.map_err(|error| SwitchError { error, intact: true })
     }
 }
