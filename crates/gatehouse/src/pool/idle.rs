@@ -172,6 +172,10 @@ impl<E: Engine> BackendShare<E> {
                 self.take_idle(None).map(|c| Place::Slot(c.close_for_place()))
             } else if let Some(handed) = self.take_idle(Some(&pool)) {
                 Some(Place::Conn(handed))
+            } else if !self.idle_of_other_kind(&pool) {
+                // Nothing idle at all (the usual wait, with one kind of
+                // client): no need to look at every pool's open count.
+                None
             } else if !self.kind_open(&pool)
                 || front.blocked.get_or_insert_with(Instant::now).elapsed() >= self.counts.open_cost()
             {
@@ -219,6 +223,12 @@ impl<E: Engine> BackendShare<E> {
             None => handed.from.put_back(handed.pooled),
         }
         true
+    }
+
+    /// Whether a connection that a lease of `pool` cannot switch (opened
+    /// with other startup parameters) is idle on this backend now.
+    fn idle_of_other_kind(&self, pool: &Pool<E>) -> bool {
+        self.pools_with_idle().iter().any(|p| p.key.startup != pool.key.startup)
     }
 
     /// Whether a connection opened with `pool`'s startup parameters is
