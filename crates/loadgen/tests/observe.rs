@@ -168,8 +168,11 @@ fn pgbench_progress_becomes_seconds_and_the_report_renders() -> Result<()> {
     );
     let log = std::fs::read_to_string(&log)?;
     let processed = logged(&log, "number of transactions actually processed:").context("no summary in the log")?;
+    // pgbench's first progress line comes a second after its start,
+    // later on a loaded machine ("progress: 1.3 s" in one full ./test run here).
     ensure!(
-        log.contains("progress: 1.0 s"),
+        log.lines()
+            .any(|l| l.starts_with("progress: ") && l.contains(" tps, lat ")),
         "stderr (the progress) is in the log: {log}"
     );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
