@@ -8,7 +8,6 @@ pub mod app;
 pub mod auth;
 pub mod backend_tls;
 pub mod cancel;
-pub mod config;
 pub mod console;
 pub mod core;
 pub mod digests;
@@ -23,14 +22,13 @@ pub mod park;
 pub mod pool;
 pub mod reload;
 pub mod router;
-pub mod rules;
 pub mod session_log;
 pub mod split;
 pub mod stats;
 pub mod tenants;
-pub mod tls;
-pub mod tls_sessions;
 pub mod topology;
 pub mod upgrade;
 
 pub use app::{App, AppError, run};
+/// The settings layer, where the proxy's paths have always named it.
+pub use gatehouse_settings::{config, rules, tls, tls_sessions};

@@ -52,10 +52,9 @@ use governor::{Quota, RateLimiter};
 
 use crate::config::ConnectionRate;
 
-/// Failed logins one source address may make per minute (and at once).
-pub const DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_ADDRESS: u32 = 30;
-/// Failed logins one user name may see per minute (and at once).
-pub const DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_USER: u32 = 10;
+pub use gatehouse_settings::limits::{
+    DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_ADDRESS, DEFAULT_AUTH_FAILURES_PER_MINUTE_PER_USER,
+};
 /// Keys a table holds before it is first pruned.
 pub const PRUNE_FLOOR: usize = 4096;
 

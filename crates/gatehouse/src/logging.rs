@@ -16,23 +16,16 @@ use tracing_subscriber::{EnvFilter, Registry, fmt, reload};
 
 use crate::config::LogFormat;
 
+pub use gatehouse_settings::logging::{FilterError, parse_filter};
+
 #[derive(Debug, thiserror::Error)]
 pub enum LoggingError {
-    #[error("invalid log filter {filter:?}: {reason}")]
-    Filter { filter: String, reason: String },
+    #[error(transparent)]
+    Filter(#[from] FilterError),
     #[error("the log filter could not be changed: {0}")]
     Reload(String),
     #[error("logging was set up already")]
     AlreadySet,
-}
-
-/// `filter` as a `tracing` filter (`info`, `warn,gatehouse::reload=info`),
-/// or why it is not one.
-pub fn parse_filter(filter: &str) -> Result<EnvFilter, LoggingError> {
-    EnvFilter::builder().parse(filter).map_err(|e| LoggingError::Filter {
-        filter: filter.to_owned(),
-        reason: e.to_string(),
-    })
 }
 
 /// Changes the running filter (reloads).

@@ -11,20 +11,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::{BackendTls, Negotiation, TlsMode};
+use super::{BackendTls, HandshakeError, Negotiation};
 use crate::error::{Condition, ProxyError};
-
-/// Why a TLS handshake with a server failed. Its text is for the log (a
-/// client is told only that the server could not be reached).
-#[derive(Debug, thiserror::Error)]
-pub enum HandshakeError {
-    #[error("backend_tls = \"disable\" has no TLS to start")]
-    Disabled,
-    #[error("\"{0}\" cannot be checked against a certificate (not a DNS name or IP address)")]
-    Name(String),
-    #[error("TLS handshake with the server failed: {0}")]
-    Tls(io::Error),
-}
 
 pub enum BackendStream {
     Plain(TcpStream),
@@ -74,56 +62,36 @@ impl BackendStream {
     }
 }
 
-impl BackendTls {
+/// The handshake and the failure of a cluster's backend TLS (the settings
+/// crate builds it; the I/O and the errors sessions see are the core's).
+pub trait Connect {
     /// Runs the TLS handshake on `tcp`, a connection to `host` whose server
     /// has agreed to TLS (after the engine's own request for it).
-    pub async fn handshake(&self, tcp: TcpStream, host: &str) -> Result<BackendStream, HandshakeError> {
-        let connector = self.connector.as_ref().ok_or(HandshakeError::Disabled)?;
-        let name = self.name_for(host)?;
-        let tls = connector.connect(name, tcp).await.map_err(HandshakeError::Tls)?;
-        Ok(BackendStream::Tls(Box::new(tls)))
-    }
-}
-
-impl BackendTls {
-    /// `prefer` after a handshake with a server that offered TLS failed
-    /// (a protocol version or cipher they do not share, say): as libpq
-    /// does, the connection is opened again in plain text, with the
-    /// settings this returns; logged at WARN with the reason (once a
-    /// minute per server, see [`super::fallback`]). `None` from `require`
-    /// up, where the failure stands.
-    pub fn plain_after_failed_handshake(&self, addr: &str, e: &HandshakeError) -> Option<BackendTls> {
-        if self.mode != TlsMode::Prefer {
-            return None;
-        }
-        if let Some(held_back) = self.fallback_log.admit(addr, std::time::Instant::now()) {
-            tracing::warn!(
-                backend = addr,
-                unlogged_since_last_line = held_back,
-                "backend_tls = \"prefer\": TLS handshake failed ({e}); connecting again without TLS"
-            );
-        }
-        Some(BackendTls::disabled())
-    }
-
-    /// The settings of a connection opened for another one's sake (a
-    /// PostgreSQL cancel request, a MySQL `KILL`): as the cluster's, but a
-    /// `prefer` connection that went plain (the server refused TLS, or the
-    /// handshake failed) has its companions go plain at once, without
-    /// asking for TLS again.
-    pub fn for_companion_of(&self, encrypted: bool) -> BackendTls {
-        if self.mode == TlsMode::Prefer && !encrypted {
-            BackendTls::disabled()
-        } else {
-            self.clone()
-        }
-    }
+    fn handshake(
+        &self,
+        tcp: TcpStream,
+        host: &str,
+    ) -> impl std::future::Future<Output = Result<BackendStream, HandshakeError>> + Send;
 
     /// A connection that failed for TLS (a handshake refused, a server
     /// without TLS where it is required): the client hears only that the
     /// server could not be reached; the log gets the mode and the reason.
     /// Retrying does not help: the same settings meet the same server.
-    pub fn failure(&self, addr: &str, e: impl std::fmt::Display) -> ProxyError {
+    fn failure(&self, addr: &str, e: impl std::fmt::Display) -> ProxyError;
+}
+
+impl Connect for BackendTls {
+    async fn handshake(&self, tcp: TcpStream, host: &str) -> Result<BackendStream, HandshakeError> {
+        let config = self.client_config().ok_or(HandshakeError::Disabled)?;
+        let name = self.name_for(host)?;
+        let tls = tokio_rustls::TlsConnector::from(config.clone())
+            .connect(name, tcp)
+            .await
+            .map_err(HandshakeError::Tls)?;
+        Ok(BackendStream::Tls(Box::new(tls)))
+    }
+
+    fn failure(&self, addr: &str, e: impl std::fmt::Display) -> ProxyError {
         let mut err = ProxyError::new(
             Condition::BackendUnavailable,
             "could not connect to the database server",

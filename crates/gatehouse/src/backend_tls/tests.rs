@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 struct Ca {
     key: KeyPair,

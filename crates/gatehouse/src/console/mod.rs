@@ -20,14 +20,7 @@ use std::pin::Pin;
 
 pub use parse::{Command, Show, Target, parse};
 
-/// What a console user may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// `SHOW` only (PgBouncer's `stats_users`).
-    Monitor,
-    /// Every command (PgBouncer's `admin_users`).
-    Admin,
-}
+pub use gatehouse_settings::console::Role;
 
 /// Who runs a console command.
 #[derive(Debug, Clone)]

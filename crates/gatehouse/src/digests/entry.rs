@@ -311,15 +311,4 @@ fn new_histogram() -> Option<Histogram<u32>> {
     Histogram::new_with_bounds(1, HISTOGRAM_HIGH_US, HISTOGRAM_SIGFIG).ok()
 }
 
-/// `s` cut at the last char boundary at or below `max` bytes (digest
-/// texts, names, and statements in logs).
-pub(crate) fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut at = max;
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    &s[..at]
-}
+pub(crate) use gatehouse_settings::text::cut;

@@ -87,22 +87,7 @@ pub enum Intent<'a> {
     Ruled(&'a RouteTo),
 }
 
-/// Where a query rule sends a statement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RouteTo {
-    /// The session's cluster's writer.
-    Writer,
-    /// The least busy replica of the session's cluster within the
-    /// endpoint's lag bound, else the writer (as a split endpoint falls back).
-    Replica,
-    /// One backend (`host:port`) of the session's cluster, whatever its
-    /// role, while it is up and not draining (else the lease waits for it,
-    /// as for a writer during a failover).
-    Backend(Arc<str>),
-    /// The writer of another cluster of the same engine: the router asks
-    /// that cluster's state ([`ClusterState::choose`] on it).
-    Cluster(Arc<str>),
-}
+pub use crate::rules::RouteTo;
 
 /// What [`ClusterState::least_busy_reader`] found.
 enum Reader {

@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::backend_tls::stream::host_of;
-use crate::backend_tls::{BackendStream, BackendTls, Negotiation};
+use crate::backend_tls::{BackendStream, BackendTls, Connect, Negotiation};
 use crate::cancel::CancelFlight;
 use crate::config::Secret;
 use crate::engine::Probe;

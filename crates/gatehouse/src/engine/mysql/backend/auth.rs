@@ -41,7 +41,7 @@ use tokio::net::TcpStream;
 use super::super::RELAY_CAPS;
 use super::super::io::{self, IoError};
 use crate::backend_tls::stream::host_of;
-use crate::backend_tls::{BackendStream, BackendTls, HandshakeError};
+use crate::backend_tls::{BackendStream, BackendTls, Connect, HandshakeError};
 use crate::error::{Condition, ProxyError};
 
 /// Connection-phase packets (greeting, auth switch, auth data, OK/ERR) are

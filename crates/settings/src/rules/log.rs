@@ -50,7 +50,7 @@ impl LoggedHit {
             rules,
             blocked,
             rewritten,
-            statement: crate::digests::cut(statement, LOGGED_TEXT_LIMIT).to_owned(),
+            statement: crate::text::cut(statement, LOGGED_TEXT_LIMIT).to_owned(),
         }
     }
 }

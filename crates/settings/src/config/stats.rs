@@ -1,5 +1,5 @@
 //! The `[stats]` section: whether `/metrics` keeps latency histograms, and
-//! how many tenants get series of their own ([`crate::meter`]).
+//! how many tenants get series of their own (`gatehouse::meter`).
 
 use toml::Spanned;
 

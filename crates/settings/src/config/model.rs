@@ -50,7 +50,7 @@ pub enum EndpointRole {
     /// The readers, spread; the writer when no reader is available.
     ReadOnly,
     /// Each transaction routed by what it does: one known to be read-only
-    /// to a replica, everything else to the writer (`crate::split`).
+    /// to a replica, everything else to the writer (`gatehouse::split`).
     Split,
 }
 
@@ -84,7 +84,7 @@ pub struct ProxySettings {
     pub shutdown_timeout: Duration,
     /// Idleness after which a client session (plain TCP, outside any
     /// transaction) parks: its task and socket registration are given up
-    /// until the client speaks ([`crate::park`]). `None`: never.
+    /// until the client speaks (`gatehouse::park`). `None`: never.
     pub park_idle_after: Option<Duration>,
     /// Largest client message accepted, in bytes.
     pub max_message_bytes: usize,
@@ -107,7 +107,7 @@ pub struct ProxySettings {
     /// also the burst.
     pub auth_failures_per_minute_per_user: NonZeroU32,
     /// Where the running proxy offers its listening sockets to a successor
-    /// (`gatehouse upgrade`, [`crate::upgrade`]); `None`: no hand-over.
+    /// (`gatehouse upgrade`, `gatehouse::upgrade`); `None`: no hand-over.
     pub upgrade_socket: Option<std::path::PathBuf>,
 }
 
@@ -338,7 +338,7 @@ impl ConsoleSettings {
 }
 
 /// `[stats]`: what `/metrics` records beyond its counters
-/// ([`crate::meter`]); a reload applies to sessions that log in after it.
+/// (`gatehouse::meter`); a reload applies to sessions that log in after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatsSettings {
     /// Latency histograms (lease wait, statement, backend response).

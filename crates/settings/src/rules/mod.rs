@@ -41,7 +41,22 @@ use std::time::Duration;
 use ipnet::IpNet;
 use regex::Regex;
 
-pub use crate::topology::RouteTo;
+/// Where a query rule sends a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteTo {
+    /// The session's cluster's writer.
+    Writer,
+    /// The least busy replica of the session's cluster within the
+    /// endpoint's lag bound, else the writer (as a split endpoint falls back).
+    Replica,
+    /// One backend (`host:port`) of the session's cluster, whatever its
+    /// role, while it is up and not draining (else the lease waits for it,
+    /// as for a writer during a failover).
+    Backend(Arc<str>),
+    /// The writer of another cluster of the same engine: the router asks
+    /// that cluster's state (the core's topology chooses on it).
+    Cluster(Arc<str>),
+}
 
 pub use compile::{
     ClusterFacts, EndpointFacts, MAX_RULE_NAME_LEN, MAX_RULES, REGEX_SIZE_LIMIT, RuleError, Topology, compile,
