@@ -197,8 +197,15 @@ fn pgbench_progress_becomes_seconds_and_the_report_renders() -> Result<()> {
             s["mean_ms"].as_f64() > Some(0.0) && s.get("p50_ms").is_none() && s.get("p99_ms").is_none(),
             "{s}"
         );
-        ensure!(s["users"] == 2, "pgbench's clients: {s}");
+        ensure!(s["users"].as_u64() <= Some(2), "pgbench's clients: {s}");
     }
+    // The clients' count is sampled once a second: a loaded machine can
+    // sample the first busy second before pgbench's connections are in
+    // (`users` 0 there in one full ./test run); some second sees both.
+    ensure!(
+        busy.iter().any(|s| s["users"] == 2),
+        "no second saw pgbench's 2 clients: {busy:?}"
+    );
     let cpu = report["seconds"]
         .as_array()
         .context("seconds")?
