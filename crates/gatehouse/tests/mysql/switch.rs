@@ -170,6 +170,23 @@ password = "{su_pw}"
     Ok(Proxy { rw, admin, core, stop })
 }
 
+/// Runs `body` against a proxy of the case's own named `name`, then stops
+/// the proxy.
+fn with_proxy<F, Fut>(ctx: &Ctx, name: &str, body: F) -> Result<()>
+where
+    F: FnOnce(Arc<Proxy>) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    ctx.rt.block_on(async {
+        let proxy = Arc::new(proxy(ctx, name).await?);
+        let result = body(proxy.clone()).await;
+        if let Ok(p) = Arc::try_unwrap(proxy) {
+            p.stop();
+        }
+        result
+    })
+}
+
 impl Proxy {
     async fn conn(&self, i: usize) -> Result<mysql_async::Conn> {
         self.conn_with(i, false).await
@@ -241,122 +258,120 @@ async fn whoami(c: &mut mysql_async::Conn) -> Result<(String, String, u64, Strin
 }
 
 fn take_turns(ctx: &Ctx) -> Result<()> {
-    ctx.rt.block_on(async {
-        let proxy = proxy(ctx, "turns").await?;
-        let result = async {
-            let held = proxy.hold_two().await?;
-            let mut ids = Vec::new();
-            // Two rounds over four tenants (the ed25519 user among them):
-            // each login and statement finds the last tenant's connection
-            // idle, the share full, and switches it.
-            for round in 0..2 {
-                for i in 0..4 {
-                    let mut c = proxy.conn(i).await?;
-                    proxy.settle().await?;
-                    let (user, db, id, v) = whoami(&mut c).await?;
-                    let (_, want_user, want_db) = tenant(i);
-                    ensure!(user == format!("{want_user}@%"), "round {round}, sw{i}: user {user}");
-                    ensure!(db == want_db && v == want_db, "round {round}, sw{i}: {db} / {v}");
-                    ids.push(id);
-                    c.disconnect().await?;
-                }
-            }
-            ensure!(ids.iter().all(|id| *id == ids[0]), "not one connection: {ids:?}");
-            let (opened, switched, failed) = proxy.counts();
-            ensure!(opened == 3, "opened {opened} connections (two held, one shared)");
-            ensure!(switched >= 7 && failed == 0, "switched {switched}, failed {failed}");
-            // The same counts in /metrics.
-            let m = openmetrics::scrape(proxy.admin, None)?;
-            let labels = [("engine", "mysql"), ("cluster", "sw")];
-            let metric = m.total("gatehouse_database_connections_switched_total", &labels);
-            ensure!(metric == switched as f64, "metrics {metric} vs {switched}");
-            let phases = m.total("gatehouse_database_lease_phases_total", &[("phase", "switch")]);
-            ensure!(phases >= switched as f64, "switch phases {phases}");
-            for c in held {
+    with_proxy(ctx, "turns", |proxy| async move {
+        let held = proxy.hold_two().await?;
+        let mut ids = Vec::new();
+        // Two rounds over four tenants (the ed25519 user among them):
+        // each login and statement finds the last tenant's connection
+        // idle, the share full, and switches it.
+        for round in 0..2 {
+            for i in 0..4 {
+                let mut c = proxy.conn(i).await?;
+                proxy.settle().await?;
+                let (user, db, id, v) = whoami(&mut c).await?;
+                let (_, want_user, want_db) = tenant(i);
+                ensure!(user == format!("{want_user}@%"), "round {round}, sw{i}: user {user}");
+                ensure!(db == want_db && v == want_db, "round {round}, sw{i}: {db} / {v}");
+                ids.push(id);
                 c.disconnect().await?;
             }
-            Ok(())
         }
-        .await;
-        proxy.stop();
-        result
+        ensure!(ids.iter().all(|id| *id == ids[0]), "not one connection: {ids:?}");
+        let (opened, switched, failed) = proxy.counts();
+        ensure!(opened == 3, "opened {opened} connections (two held, one shared)");
+        ensure!(switched >= 7 && failed == 0, "switched {switched}, failed {failed}");
+        // The same counts in /metrics.
+        let m = openmetrics::scrape(proxy.admin, None)?;
+        let labels = [("engine", "mysql"), ("cluster", "sw")];
+        let metric = m.total("gatehouse_database_connections_switched_total", &labels);
+        ensure!(metric == switched as f64, "metrics {metric} vs {switched}");
+        let phases = m.total("gatehouse_database_lease_phases_total", &[("phase", "switch")]);
+        ensure!(phases >= switched as f64, "switch phases {phases}");
+        for c in held {
+            c.disconnect().await?;
+        }
+        Ok(())
     })
 }
 
 fn state_not_seen(ctx: &Ctx) -> Result<()> {
-    ctx.rt.block_on(async {
-        let proxy = proxy(ctx, "state").await?;
-        let result = async {
-            let held = proxy.hold_two().await?;
-            // sw2 leaves what transaction pooling keeps on an idle
-            // connection: a tracked session variable and a prepared
-            // statement; and what pins and is reset: a user variable, a
-            // temporary table, an untracked session variable, an open
-            // transaction with a row in it, LAST_INSERT_ID().
-            let mut a = proxy.conn(2).await?;
-            a.query_drop("SET SESSION sql_mode = 'ANSI', SESSION time_zone = '+05:00'").await?;
-            let one: Option<i64> = a.exec_first("SELECT ? + 1", (1,)).await?;
-            ensure!(one == Some(2), "{one:?}");
-            let (_, _, first_id, _) = whoami(&mut a).await?;
-            a.disconnect().await?;
-            proxy.settle().await?;
-            // sw3 gets that connection, switched: the server's fresh
-            // session, and the same statement prepared anew.
-            let mut b = proxy.conn(3).await?;
-            let (user, _, id, _) = whoami(&mut b).await?;
-            ensure!(id == first_id && user.starts_with("swu3@"), "{user} on {id}, not {first_id}");
-            let row: Option<(u8, u8)> = b
-                .query_first("SELECT @@session.sql_mode = @@global.sql_mode, @@session.time_zone = @@global.time_zone")
-                .await?;
-            ensure!(row == Some((1, 1)), "sw2's variables seen by sw3: {row:?}");
-            let two: Option<i64> = b.exec_first("SELECT ? + 1", (2,)).await?;
-            ensure!(two == Some(3), "{two:?}");
-            b.disconnect().await?;
+    with_proxy(ctx, "state", |proxy| async move {
+        let held = proxy.hold_two().await?;
+        // sw2 leaves what transaction pooling keeps on an idle
+        // connection: a tracked session variable and a prepared
+        // statement; and what pins and is reset: a user variable, a
+        // temporary table, an untracked session variable, an open
+        // transaction with a row in it, LAST_INSERT_ID().
+        let mut a = proxy.conn(2).await?;
+        a.query_drop("SET SESSION sql_mode = 'ANSI', SESSION time_zone = '+05:00'")
+            .await?;
+        let one: Option<i64> = a.exec_first("SELECT ? + 1", (1,)).await?;
+        ensure!(one == Some(2), "{one:?}");
+        let (_, _, first_id, _) = whoami(&mut a).await?;
+        a.disconnect().await?;
+        proxy.settle().await?;
+        // sw3 gets that connection, switched: the server's fresh
+        // session, and the same statement prepared anew.
+        let mut b = proxy.conn(3).await?;
+        let (user, _, id, _) = whoami(&mut b).await?;
+        ensure!(
+            id == first_id && user.starts_with("swu3@"),
+            "{user} on {id}, not {first_id}"
+        );
+        let row: Option<(u8, u8)> = b
+            .query_first("SELECT @@session.sql_mode = @@global.sql_mode, @@session.time_zone = @@global.time_zone")
+            .await?;
+        ensure!(row == Some((1, 1)), "sw2's variables seen by sw3: {row:?}");
+        let two: Option<i64> = b.exec_first("SELECT ? + 1", (2,)).await?;
+        ensure!(two == Some(3), "{two:?}");
+        b.disconnect().await?;
 
-            let mut a = proxy.conn(2).await?;
-            a.query_drop(
-                "SET @leftover = 42; CREATE TEMPORARY TABLE tmp_left (a INT); \
-                 SET SESSION wait_timeout = 77",
+        let mut a = proxy.conn(2).await?;
+        a.query_drop(
+            "SET @leftover = 42; CREATE TEMPORARY TABLE tmp_left (a INT); \
+             SET SESSION wait_timeout = 77",
+        )
+        .await?;
+        a.query_drop("BEGIN").await?;
+        a.query_drop("INSERT INTO t (v) VALUES ('uncommitted')").await?;
+        let (_, _, id_a, _) = whoami(&mut a).await?;
+        a.disconnect().await?; // gone with the transaction open
+        proxy.settle().await?;
+        let mut b = proxy.conn(4).await?;
+        let (user, _, id_b, _) = whoami(&mut b).await?;
+        ensure!(
+            user.starts_with("swu4@") && id_b == id_a,
+            "{user} on {id_b}, sw2 was on {id_a}"
+        );
+        let row: Option<(Option<i64>, u8, u64, u8)> = b
+            .query_first(
+                "SELECT @leftover, @@session.wait_timeout = @@global.wait_timeout, LAST_INSERT_ID(), @@in_transaction",
             )
             .await?;
-            a.query_drop("BEGIN").await?;
-            a.query_drop("INSERT INTO t (v) VALUES ('uncommitted')").await?;
-            let (_, _, id_a, _) = whoami(&mut a).await?;
-            a.disconnect().await?; // gone with the transaction open
-            proxy.settle().await?;
-            let mut b = proxy.conn(4).await?;
-            let (user, _, id_b, _) = whoami(&mut b).await?;
-            ensure!(user.starts_with("swu4@") && id_b == id_a, "{user} on {id_b}, sw2 was on {id_a}");
-            let row: Option<(Option<i64>, u8, u64, u8)> = b
-                .query_first(
-                    "SELECT @leftover, @@session.wait_timeout = @@global.wait_timeout, LAST_INSERT_ID(), @@in_transaction",
-                )
-                .await?;
-            ensure!(row == Some((None, 1, 0, 0)), "sw2's state seen by sw4 (on {id_b}, sw2 was on {id_a}): {row:?}");
-            let tmp = b.query_drop("SELECT * FROM swdb2.tmp_left").await;
-            ensure!(tmp.is_err(), "sw4 reached sw2's temporary table");
-            // sw2's backend user's database is not sw4's to read.
-            let other = b.query_drop("SELECT * FROM swdb2.t").await;
-            ensure!(
-                matches!(&other, Err(mysql_async::Error::Server(e)) if e.code == 1142),
-                "{other:?}"
-            );
-            b.disconnect().await?;
-            // The open transaction's row was rolled back.
-            let mut a = proxy.conn(2).await?;
-            let n: Option<i64> = a.query_first("SELECT COUNT(*) FROM t WHERE v = 'uncommitted'").await?;
-            ensure!(n == Some(0), "the open transaction's row was kept: {n:?}");
-            a.disconnect().await?;
-            let (_, switched, failed) = proxy.counts();
-            ensure!(switched >= 3 && failed == 0, "switched {switched}, failed {failed}");
-            for c in held {
-                c.disconnect().await?;
-            }
-            Ok(())
+        ensure!(
+            row == Some((None, 1, 0, 0)),
+            "sw2's state seen by sw4 (on {id_b}, sw2 was on {id_a}): {row:?}"
+        );
+        let tmp = b.query_drop("SELECT * FROM swdb2.tmp_left").await;
+        ensure!(tmp.is_err(), "sw4 reached sw2's temporary table");
+        // sw2's backend user's database is not sw4's to read.
+        let other = b.query_drop("SELECT * FROM swdb2.t").await;
+        ensure!(
+            matches!(&other, Err(mysql_async::Error::Server(e)) if e.code == 1142),
+            "{other:?}"
+        );
+        b.disconnect().await?;
+        // The open transaction's row was rolled back.
+        let mut a = proxy.conn(2).await?;
+        let n: Option<i64> = a.query_first("SELECT COUNT(*) FROM t WHERE v = 'uncommitted'").await?;
+        ensure!(n == Some(0), "the open transaction's row was kept: {n:?}");
+        a.disconnect().await?;
+        let (_, switched, failed) = proxy.counts();
+        ensure!(switched >= 3 && failed == 0, "switched {switched}, failed {failed}");
+        for c in held {
+            c.disconnect().await?;
         }
-        .await;
-        proxy.stop();
-        result
+        Ok(())
     })
 }
 
@@ -367,51 +382,45 @@ fn state_not_seen(ctx: &Ctx) -> Result<()> {
 /// client after it still counts changed ones. The backend never has more
 /// than 3 open.
 fn other_kind_gets_a_place(ctx: &Ctx) -> Result<()> {
-    ctx.rt.block_on(async {
-        let proxy = proxy(ctx, "otherkind").await?;
-        let result = async {
-            let mut plain = Vec::new();
-            for i in 0..3 {
-                let mut c = proxy.conn(i).await?;
-                c.query_drop("BEGIN").await?;
-                whoami(&mut c).await?;
-                plain.push(c);
-            }
-            for mut c in plain {
-                c.query_drop("COMMIT").await?;
-                c.disconnect().await?;
-            }
-            proxy.settle().await?;
-            let idle: usize = proxy.core.pools.all().iter().map(|p| p.idle_count()).sum();
-            ensure!(idle == 3, "{idle} idle connections, want the share's 3");
-            let mut found = proxy.conn_with(3, true).await?;
-            found.query_drop("UPDATE t SET v = v WHERE id = 1").await?;
-            ensure!(
-                found.affected_rows() == 1,
-                "found_rows client: {} affected rows",
-                found.affected_rows()
-            );
-            let mut other = proxy.conn(0).await?;
-            other.query_drop("UPDATE t SET v = v WHERE id = 1").await?;
-            ensure!(
-                other.affected_rows() == 0,
-                "plain client: {} affected rows",
-                other.affected_rows()
-            );
-            for c in [found, other] {
-                c.disconnect().await?;
-            }
-            let b = proxy.core.pools.backend_connects();
-            let (opened, closed) = b.iter().fold((0, 0), |a, b| (a.0 + b.opened, a.1 + b.closed));
-            ensure!(
-                opened == 4 && closed == 1,
-                "opened {opened}, closed {closed}: want one closed for the new kind"
-            );
-            Ok(())
+    with_proxy(ctx, "otherkind", |proxy| async move {
+        let mut plain = Vec::new();
+        for i in 0..3 {
+            let mut c = proxy.conn(i).await?;
+            c.query_drop("BEGIN").await?;
+            whoami(&mut c).await?;
+            plain.push(c);
         }
-        .await;
-        proxy.stop();
-        result
+        for mut c in plain {
+            c.query_drop("COMMIT").await?;
+            c.disconnect().await?;
+        }
+        proxy.settle().await?;
+        let idle: usize = proxy.core.pools.all().iter().map(|p| p.idle_count()).sum();
+        ensure!(idle == 3, "{idle} idle connections, want the share's 3");
+        let mut found = proxy.conn_with(3, true).await?;
+        found.query_drop("UPDATE t SET v = v WHERE id = 1").await?;
+        ensure!(
+            found.affected_rows() == 1,
+            "found_rows client: {} affected rows",
+            found.affected_rows()
+        );
+        let mut other = proxy.conn(0).await?;
+        other.query_drop("UPDATE t SET v = v WHERE id = 1").await?;
+        ensure!(
+            other.affected_rows() == 0,
+            "plain client: {} affected rows",
+            other.affected_rows()
+        );
+        for c in [found, other] {
+            c.disconnect().await?;
+        }
+        let b = proxy.core.pools.backend_connects();
+        let (opened, closed) = b.iter().fold((0, 0), |a, b| (a.0 + b.opened, a.1 + b.closed));
+        ensure!(
+            opened == 4 && closed == 1,
+            "opened {opened}, closed {closed}: want one closed for the new kind"
+        );
+        Ok(())
     })
 }
 
@@ -421,41 +430,35 @@ fn other_kind_gets_a_place(ctx: &Ctx) -> Result<()> {
 /// without the IGNORE_SPACE the login added) and still finds it, as a new
 /// connection of its own would (`COUNT (*)` parses).
 fn ignore_space_after_switch(ctx: &Ctx) -> Result<()> {
-    ctx.rt.block_on(async {
-        let proxy = proxy(ctx, "ignorespace").await?;
-        let result = async {
-            let held = proxy.hold_two().await?;
-            let sql = "SELECT FIND_IN_SET('IGNORE_SPACE', @@sql_mode) > 0; SELECT COUNT (*) FROM t";
-            for i in [2, 3, 2] {
-                let (name, _, db) = tenant(i);
-                let out = tokio::process::Command::new("mysql")
-                    .args(["--no-defaults", "-h", &proxy.rw.ip().to_string()])
-                    .args(["-P", &proxy.rw.port().to_string(), "-u", &name, &format!("-p{name}-pw")])
-                    .args(["--skip-ssl", "-N", "-B", "-i", &db, "-e", sql])
-                    .output()
-                    .await
-                    .context("running mysql")?;
-                let stdout = String::from_utf8_lossy(&out.stdout);
-                ensure!(
-                    out.status.success() && stdout.lines().collect::<Vec<_>>() == ["1", "1"],
-                    "sw{i} with -i: {stdout} {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                proxy.settle().await?;
-            }
-            let (opened, switched, failed) = proxy.counts();
+    with_proxy(ctx, "ignorespace", |proxy| async move {
+        let held = proxy.hold_two().await?;
+        let sql = "SELECT FIND_IN_SET('IGNORE_SPACE', @@sql_mode) > 0; SELECT COUNT (*) FROM t";
+        for i in [2, 3, 2] {
+            let (name, _, db) = tenant(i);
+            let out = tokio::process::Command::new("mysql")
+                .args(["--no-defaults", "-h", &proxy.rw.ip().to_string()])
+                .args(["-P", &proxy.rw.port().to_string(), "-u", &name, &format!("-p{name}-pw")])
+                .args(["--skip-ssl", "-N", "-B", "-i", &db, "-e", sql])
+                .output()
+                .await
+                .context("running mysql")?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
             ensure!(
-                opened == 3 && switched >= 2 && failed == 0,
-                "opened {opened}, switched {switched}, failed {failed}: want the third connection switched"
+                out.status.success() && stdout.lines().collect::<Vec<_>>() == ["1", "1"],
+                "sw{i} with -i: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
             );
-            for c in held {
-                c.disconnect().await?;
-            }
-            Ok(())
+            proxy.settle().await?;
         }
-        .await;
-        proxy.stop();
-        result
+        let (opened, switched, failed) = proxy.counts();
+        ensure!(
+            opened == 3 && switched >= 2 && failed == 0,
+            "opened {opened}, switched {switched}, failed {failed}: want the third connection switched"
+        );
+        for c in held {
+            c.disconnect().await?;
+        }
+        Ok(())
     })
 }
 
