@@ -65,9 +65,19 @@ pub struct Ctx {
     pub admin: SocketAddr,
     pub admin_token: String,
     shutdown: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    /// See [`Ctx::both_tx_connections`].
+    tx_pair: std::sync::Mutex<()>,
 }
 
 impl Ctx {
+    /// Held by a case that keeps one of the "tx" pool's two connections
+    /// (pinned, or in a transaction) while it needs the other. Cases run in
+    /// parallel: two such cases at once could each hold one connection and
+    /// wait for the other until the borrow timeout fails one of them.
+    pub fn both_tx_connections(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.tx_pair.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub fn addr(&self, endpoint: &str) -> SocketAddr {
         self.endpoints
             .iter()
@@ -519,6 +529,7 @@ fn setup() -> Result<Arc<Ctx>> {
         admin,
         admin_token,
         shutdown: std::sync::Mutex::new(Some(tx)),
+        tx_pair: std::sync::Mutex::new(()),
     }))
 }
 

@@ -205,6 +205,7 @@ fn tracked_parameters(ctx: &Ctx) -> Result<()> {
 }
 
 fn pinning(ctx: &Ctx) -> Result<()> {
+    let _pair = ctx.both_tx_connections();
     let cases: &[(&str, &str)] = &[
         ("CREATE TEMP TABLE pin_t(x int)", "temp_table"),
         ("SELECT pg_advisory_lock(777)", "advisory_lock"),
@@ -379,6 +380,7 @@ pub async fn client_with(ctx: &Ctx, extra: &str) -> Result<tokio_postgres::Clien
 }
 
 fn untracked_startup_parameter(ctx: &Ctx) -> Result<()> {
+    let _pair = ctx.both_tx_connections();
     ctx.rt.block_on(async {
         let before = ctx.core.stats.pins().get("startup_untracked").copied().unwrap_or(0);
         let a = client_with(ctx, "options='-c work_mem=1234kB'").await?;
@@ -418,6 +420,7 @@ fn untracked_startup_parameter(ctx: &Ctx) -> Result<()> {
 }
 
 fn cached_greeting(ctx: &Ctx) -> Result<()> {
+    let _pair = ctx.both_tx_connections();
     ctx.rt.block_on(async {
         let app = "application_name=greeting_cache_check";
         // The first login reads the greeting from a backend connection...
@@ -454,6 +457,7 @@ fn cached_greeting(ctx: &Ctx) -> Result<()> {
 /// in a loop) pins its session: the setting holds for it, on its one
 /// connection, and no other session gets that connection with it.
 fn set_in_do_block(ctx: &Ctx) -> Result<()> {
+    let _pair = ctx.both_tx_connections();
     ctx.rt.block_on(async {
         let before = ctx.core.stats.pins().get("set_in_do_block").copied().unwrap_or(0);
         let a = ctx.client("tx", "alice", "alice-pw", "app1").await?;
