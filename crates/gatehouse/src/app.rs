@@ -35,9 +35,9 @@ pub enum AppError {
     Park(#[from] crate::park::ParkError),
 }
 
-/// Held by every session; shutdown waits until all are dropped.
-#[derive(Clone)]
-pub struct DrainGuard(#[allow(dead_code)] mpsc::Sender<()>);
+/// Held by every session; shutdown waits until all are dropped (the core
+/// defines it: sessions hold it, and they sit below the app).
+pub use gatehouse_core::drain::DrainGuard;
 
 /// A proxy with its listeners bound, ready to [`run`].
 pub struct App {
@@ -238,7 +238,7 @@ pub async fn run(mut app: App, shutdown: impl Future<Output = ()>) -> Result<(),
     let (handover_tx, mut handover_rx) = mpsc::channel::<tokio::sync::oneshot::Sender<()>>(1);
     let offering = spawn_offer(&mut app, handover_tx);
     let (drain_tx, mut drain_rx) = mpsc::channel::<()>(1);
-    let drain = DrainGuard(drain_tx);
+    let drain = DrainGuard::new(drain_tx);
     app.pg.start_monitors().await;
     app.mysql.start_monitors().await;
     app.endpoints.start(drain.clone());

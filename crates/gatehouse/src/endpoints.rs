@@ -28,8 +28,8 @@ use crate::config::{EndpointSettings, EngineKind, Settings};
 use crate::core::Core;
 use crate::engine::mysql::MyEngine;
 use crate::engine::pg::PgEngine;
-use crate::engine::{ClientConn, Serve};
 use crate::pool::Capacity;
+use crate::serve::{ClientConn, Serve};
 
 /// A running endpoint.
 struct Running {

@@ -5,30 +5,17 @@
 
 pub mod admin;
 pub mod app;
-pub mod auth;
-pub mod backend_tls;
-pub mod cancel;
-pub mod console;
-pub mod core;
-pub mod digests;
 pub mod endpoints;
 pub mod engine;
-pub mod error;
-pub mod inspect;
-pub mod limits;
 pub mod logging;
-pub mod meter;
-pub mod park;
-pub mod pool;
 pub mod reload;
-pub mod router;
-pub mod session_log;
-pub mod split;
-pub mod stats;
-pub mod tenants;
-pub mod topology;
 pub mod upgrade;
 
 pub use app::{App, AppError, run};
+/// The core's layers, where the proxy's paths have always named them.
+pub use gatehouse_core::{
+    auth, backend_tls, cancel, console, core, digests, drain, error, inspect, limits, meter, park, pool, router, serve,
+    session_log, split, stats, tenants, topology,
+};
 /// The settings layer, where the proxy's paths have always named it.
 pub use gatehouse_settings::{config, rules, tls, tls_sessions};

@@ -414,7 +414,7 @@ impl<E: Engine> CoreView for Core<E> {
                 draining,
             } => {
                 let state = cluster_of(cluster)?;
-                Some(crate::topology::operate::drain(self, &state, backend, *draining).map_err(|e| e.to_string()))
+                Some(crate::core::operate::drain(self, &state, backend, *draining).map_err(|e| e.to_string()))
             }
         }
     }
@@ -422,7 +422,7 @@ impl<E: Engine> CoreView for Core<E> {
     fn switchover<'a>(&'a self, cluster: &'a str, target: &'a str) -> Option<Switching<'a>> {
         let state = self.topology.cluster(cluster)?;
         Some(Box::pin(async move {
-            crate::topology::operate::switchover(self, &state, target)
+            crate::core::operate::switchover(self, &state, target)
                 .await
                 .map_err(|e| e.to_string())
         }))

@@ -123,8 +123,9 @@ use self::backend::{MyCancelTarget, MyConn};
 use crate::backend_tls::BackendTls;
 use crate::config::{Secret, Tenant};
 use crate::core::Core;
-use crate::engine::{ClientConn, Engine, Probe};
+use crate::engine::{Engine, Probe};
 use crate::error::ProxyError;
+use crate::serve::ClientConn;
 
 /// Server version announced before any backend was seen.
 pub const FALLBACK_SERVER_VERSION: &str = "5.5.5-10.11.0-MariaDB-Gatehouse";
@@ -344,7 +345,7 @@ impl Engine for MyEngine {
     }
 }
 
-impl crate::engine::Serve for MyEngine {
+impl crate::serve::Serve for MyEngine {
     fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send {
         // No async wrapper: its copy of the arguments would stay in every
         // session's task.

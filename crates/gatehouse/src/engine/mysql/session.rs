@@ -15,9 +15,9 @@ use gatehouse_proto_mysql::packets::{ErrPacket, OK_HEADER, OkPacket};
 use super::MyEngine;
 use super::login::{self, Phase};
 use crate::core::Core;
-use crate::engine::ClientConn;
 use crate::engine::stream::ClientStream;
 use crate::error::{Condition, ProxyError};
+use crate::serve::ClientConn;
 
 /// The MySQL error a proxy error is shown as.
 pub fn my_error(e: &ProxyError) -> MyError {

@@ -26,8 +26,9 @@ use crate::backend_tls::BackendTls;
 use crate::config::Secret;
 use crate::core::Core;
 use crate::engine::stream::ClientStream;
-use crate::engine::{ClientConn, Engine, Probe};
+use crate::engine::{Engine, Probe};
 use crate::error::{Condition, ProxyError};
+use crate::serve::ClientConn;
 
 /// The PostgreSQL engine. It keeps monitor connections between checks so
 /// health checks do not pay a SCRAM login every interval, and the login
@@ -129,7 +130,7 @@ impl Engine for PgEngine {
     }
 }
 
-impl crate::engine::Serve for PgEngine {
+impl crate::serve::Serve for PgEngine {
     fn serve(core: std::sync::Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send {
         // No async wrapper: its copy of the arguments would stay in every
         // session's task.

@@ -19,10 +19,11 @@ use crate::auth::Check;
 use crate::cancel::CancelKey;
 use crate::config::{ClientAuth, EndpointSettings, PoolMode};
 use crate::core::Core;
+use crate::engine::Engine;
 use crate::engine::stream::ClientStream;
-use crate::engine::{ClientConn, Engine};
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Pool, TenantCap};
+use crate::serve::ClientConn;
 
 /// A client that has logged in: who it is and what it holds for its life.
 struct LoggedIn {

@@ -78,7 +78,7 @@ impl<E: Engine> Core<E> {
                     let state = Arc::new(ClusterState::new(n));
                     self.topology.insert(state.clone());
                     if n.monitor.is_some() {
-                        tokio::spawn(crate::topology::monitor(self.clone(), state, true));
+                        tokio::spawn(super::monitor::monitor(self.clone(), state, true));
                     }
                     report.applied.push(if replaced {
                         format!(

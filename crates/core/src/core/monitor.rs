@@ -16,9 +16,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ClusterState;
-use crate::core::Core;
+use super::Core;
 use crate::engine::Engine;
+use crate::topology::ClusterState;
 
 /// The soonest a round follows another when sessions keep asking for one.
 pub const MIN_ROUND_GAP: Duration = Duration::from_millis(50);

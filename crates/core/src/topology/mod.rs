@@ -18,7 +18,6 @@
 //! taken as the writer and the rest as readers, all assumed up.
 
 mod choice;
-pub mod monitor;
 pub mod operate;
 mod registry;
 
@@ -35,7 +34,6 @@ use crate::engine::Probe;
 use crate::engine::position::Position;
 
 pub use self::choice::{Choice, Intent, RouteTo, Why};
-pub use self::monitor::{monitor, probe_once};
 pub use self::registry::Topology;
 
 /// Failover events kept per cluster for the admin API.

@@ -3,6 +3,8 @@
 //! limits for one engine. Passed around as `Arc<Core<E>>`; nothing here is global.
 //! A reload swaps what it changes in place ([`reload`]).
 
+pub mod monitor;
+pub mod operate;
 mod reload;
 
 use std::sync::Arc;
@@ -65,8 +67,8 @@ impl<E: Engine> Core<E> {
     pub async fn start_monitors(self: &Arc<Self>) {
         for state in self.topology.all() {
             if state.settings().monitor.is_some() {
-                crate::topology::probe_once(self, &state).await;
-                tokio::spawn(crate::topology::monitor(self.clone(), state, false));
+                monitor::probe_once(self, &state).await;
+                tokio::spawn(monitor::monitor(self.clone(), state, false));
             }
         }
     }
