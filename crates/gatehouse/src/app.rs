@@ -23,12 +23,8 @@ use crate::reload::Reloader;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    #[error("cannot listen on {addr} for endpoint \"{endpoint}\": {source}")]
-    Bind {
-        endpoint: String,
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Bind(#[from] crate::endpoints::BindError),
     #[error("cannot listen on {addr} for the admin API: {source}")]
     BindAdmin { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]

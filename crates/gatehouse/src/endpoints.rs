@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::app::{AppError, DrainGuard};
+use crate::drain::DrainGuard;
 use crate::config::{EndpointSettings, EngineKind, Settings};
 use crate::core::Core;
 use crate::engine::mysql::MyEngine;
@@ -52,12 +52,8 @@ impl Running {
     }
 }
 
-/// An endpoint's connected clients, for the admin API and metrics.
-pub struct EndpointLoad {
-    pub name: String,
-    pub connected: usize,
-    pub max: usize,
-}
+/// An endpoint's connected clients, defined where the admin API shows it.
+pub use gatehouse_admin::process::EndpointLoad;
 
 /// Listeners a reload bound ahead of applying anything.
 pub struct Prepared {
@@ -75,8 +71,17 @@ pub struct Endpoints {
     stopped: AtomicBool,
 }
 
-async fn bind(e: &EndpointSettings) -> Result<(Arc<TcpListener>, SocketAddr), AppError> {
-    let err = |source| AppError::Bind {
+/// An endpoint's listener could not be bound (or taken over).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on {addr} for endpoint \"{endpoint}\": {source}")]
+pub struct BindError {
+    pub endpoint: String,
+    pub addr: SocketAddr,
+    pub source: std::io::Error,
+}
+
+async fn bind(e: &EndpointSettings) -> Result<(Arc<TcpListener>, SocketAddr), BindError> {
+    let err = |source| BindError {
         endpoint: e.name.clone(),
         addr: e.listen,
         source,
@@ -95,12 +100,12 @@ impl Endpoints {
         pg: Arc<Core<PgEngine>>,
         mysql: Arc<Core<MyEngine>>,
         inherited: &mut crate::upgrade::Inherited,
-    ) -> Result<Self, AppError> {
+    ) -> Result<Self, BindError> {
         let mut running = Vec::new();
         for e in &settings.endpoints {
             let (listener, addr) = match inherited.take(&e.name, e.listen) {
                 Some(l) => {
-                    let err = |source| AppError::Bind {
+                    let err = |source| BindError {
                         endpoint: e.name.clone(),
                         addr: e.listen,
                         source,
@@ -239,7 +244,7 @@ impl Endpoints {
 
     /// Binds the listeners `settings` adds; an address that cannot be
     /// bound refuses the reload (the listeners bound so far close again).
-    pub async fn prepare(&self, settings: &Settings) -> Result<Prepared, AppError> {
+    pub async fn prepare(&self, settings: &Settings) -> Result<Prepared, BindError> {
         if self.stopped.load(Ordering::Acquire) {
             return Ok(Prepared { bound: Vec::new() });
         }
@@ -368,5 +373,15 @@ async fn accept_loop<E: Serve>(
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         }
+    }
+}
+
+impl gatehouse_admin::process::Listeners for Endpoints {
+    fn load(&self) -> Vec<EndpointLoad> {
+        Endpoints::load(self)
+    }
+
+    fn local_addr(&self, endpoint: &str) -> Option<SocketAddr> {
+        Endpoints::local_addr(self, endpoint)
     }
 }

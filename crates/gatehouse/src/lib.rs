@@ -3,7 +3,6 @@
 //! test or a benchmark can start any number of proxies in one process.
 #![forbid(unsafe_code)]
 
-pub mod admin;
 pub mod app;
 pub mod endpoints;
 pub mod engine;
@@ -12,6 +11,8 @@ pub mod reload;
 pub mod upgrade;
 
 pub use app::{App, AppError, run};
+/// The admin API, where the proxy's paths have always named it.
+pub use gatehouse_admin as admin;
 /// The core's layers, where the proxy's paths have always named them.
 pub use gatehouse_core::{
     auth, backend_tls, cancel, console, core, digests, drain, error, inspect, limits, meter, park, pool, router, serve,

@@ -19,27 +19,8 @@ use crate::admin::view::CoreView;
 use crate::config::{Settings, Takes};
 use crate::endpoints::Endpoints;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ReloadError {
-    #[error("the configuration was not read from a file, so there is nothing to reload")]
-    NoSource,
-    #[error("reload refused, the running configuration is kept:\n{0}")]
-    Invalid(String),
-    #[error("reload failed: {0}")]
-    Failed(String),
-}
-
-/// What a successful reload took: the tenant and secret counts, every
-/// setting it changed (`applied`, each with what changed: `endpoint "rw":
-/// TLS certificate reloaded (…)`, `proxy.login_timeout: 15s -> 2s (new
-/// logins)`), and every one that needs a restart to take effect.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ReloadOutcome {
-    pub tenants: usize,
-    pub secrets: usize,
-    pub applied: Vec<String>,
-    pub not_applied: Vec<String>,
-}
+/// What a reload answers, defined where the admin API shows it.
+pub use gatehouse_admin::process::{ReloadError, ReloadOutcome};
 
 pub struct Reloader {
     source: Option<PathBuf>,
@@ -168,5 +149,15 @@ impl Reloader {
             self.succeeded.load(Ordering::Relaxed),
             self.refused.load(Ordering::Relaxed),
         )
+    }
+}
+
+impl gatehouse_admin::process::Reload for Reloader {
+    fn reload(&self) -> gatehouse_admin::process::Reloading<'_> {
+        Box::pin(Reloader::reload(self))
+    }
+
+    fn counts(&self) -> (u64, u64) {
+        Reloader::counts(self)
     }
 }

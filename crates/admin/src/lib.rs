@@ -12,10 +12,19 @@
 //! token, verifier or secret value. With `[admin] token_file`, every request
 //! but the two probes and the dashboard page (which carries no data: its
 //! script sends the token) must carry `Authorization: Bearer <token>`.
+//!
+//! Also the console's engine-neutral command tables ([`console`]). It
+//! reads the cores through the view types of [`view`], and the process
+//! above it through the traits of [`process`]. It builds on the core and
+//! the settings, and must never import an engine (`gatehouse-pg`,
+//! `gatehouse-mysql`) or the binary (`gatehouse`: the app, its endpoints,
+//! reload and upgrade).
+#![forbid(unsafe_code)]
 
 pub mod console;
 mod dashboard;
 mod metrics;
+pub mod process;
 pub mod view;
 
 use std::sync::Arc;
@@ -30,18 +39,18 @@ use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::reload::{ReloadError, Reloader};
+use crate::process::{Listeners, Reload, ReloadError};
 use view::{CoreSnapshot, CoreView, Operation};
 
 /// What the admin handlers read.
 pub struct AdminState {
     pub cores: Vec<Arc<dyn CoreView>>,
     /// The running endpoints, for their connected clients.
-    pub endpoints: Arc<crate::endpoints::Endpoints>,
-    pub reloader: Arc<Reloader>,
+    pub endpoints: Arc<dyn Listeners>,
+    pub reloader: Arc<dyn Reload>,
     pub token: Option<zeroize::Zeroizing<String>>,
     /// Where idle sessions park, if parking is on.
-    pub parking: Option<crate::park::ParkingLot>,
+    pub parking: Option<gatehouse_core::park::ParkingLot>,
 }
 
 /// Serves the admin API on `listener` until `shutdown` turns true.
@@ -297,7 +306,7 @@ async fn rules(State(state): State<Arc<AdminState>>) -> Response {
 }
 
 /// The statements `log = true` rules matched lately, oldest first (at
-/// most [`crate::rules::LOGGED_HITS_KEPT`]).
+/// most [`gatehouse_settings::rules::LOGGED_HITS_KEPT`]).
 async fn rules_log(State(state): State<Arc<AdminState>>) -> Response {
     let hits = state
         .cores

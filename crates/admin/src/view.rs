@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::Settings;
-use crate::core::Core;
-use crate::engine::Engine;
-use crate::topology::Role;
+use gatehouse_core::core::Core;
+use gatehouse_core::engine::Engine;
+use gatehouse_core::topology::Role;
+use gatehouse_settings::config::Settings;
 
 #[derive(Debug, Serialize)]
 pub struct PoolView {
@@ -53,7 +53,7 @@ pub struct ClusterView {
     pub waiting: usize,
     /// Leases routed since start, by why the router chose their backend.
     pub routed: BTreeMap<&'static str, u64>,
-    pub failovers: Vec<crate::topology::FailoverEvent>,
+    pub failovers: Vec<gatehouse_core::topology::FailoverEvent>,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,8 +97,8 @@ pub trait CoreView: Send + Sync {
     /// Each of this engine's endpoints: could it serve a transaction now.
     fn readiness(&self) -> Vec<Readiness>;
     /// Takes a reloaded configuration (see [`Core::reload`]).
-    fn reload(self: Arc<Self>, settings: &Arc<Settings>) -> crate::core::ReloadReport;
-    /// An operator command (see [`crate::topology::operate`]); `None`
+    fn reload(self: Arc<Self>, settings: &Arc<Settings>) -> gatehouse_core::core::ReloadReport;
+    /// An operator command (see [`gatehouse_core::topology::operate`]); `None`
     /// when the cluster or endpoint it names is not this engine's.
     fn operate(&self, op: &Operation) -> Option<Result<(), String>>;
     /// A switchover of `cluster` to `target`; `None` when the cluster is
@@ -106,7 +106,7 @@ pub trait CoreView: Send + Sync {
     fn switchover<'a>(&'a self, cluster: &'a str, target: &'a str) -> Option<Switching<'a>>;
     /// The engine's per-digest statistics, heaviest first (at most
     /// `limit`); `None` when they are off.
-    fn digests(&self, limit: Option<usize>) -> Option<Vec<crate::digests::DigestRow>>;
+    fn digests(&self, limit: Option<usize>) -> Option<Vec<gatehouse_core::digests::DigestRow>>;
     /// Forgets the engine's digest statistics.
     fn reset_digests(&self);
     /// The configuration the engine runs with now (its query rules).
@@ -114,7 +114,7 @@ pub trait CoreView: Send + Sync {
     /// The engine's name (`postgres`, `mysql`).
     fn engine_name(&self) -> &'static str;
     /// The engine's logged-in clients, by id.
-    fn clients(&self) -> Vec<crate::cancel::ClientRow>;
+    fn clients(&self) -> Vec<gatehouse_core::cancel::ClientRow>;
     /// The engine's idle backend connections (those lent out are the
     /// active clients' `server`).
     fn idle_servers(&self) -> Vec<IdleServer>;
@@ -127,7 +127,7 @@ pub trait CoreView: Send + Sync {
     fn set_disabled(&self, endpoint: &str, disabled: bool) -> Option<()>;
     /// Whether `endpoint` is closed to new logins.
     fn is_disabled(&self, endpoint: &str) -> bool;
-    /// What the engine's sessions and pools counted ([`crate::meter`]).
+    /// What the engine's sessions and pools counted ([`gatehouse_core::meter`]).
     fn traffic(&self) -> Traffic;
 }
 
@@ -153,9 +153,9 @@ pub struct IdleServer {
 #[derive(Debug)]
 pub struct Traffic {
     pub engine: &'static str,
-    pub endpoints: Vec<crate::meter::EndpointCounts>,
-    pub tenants: Vec<crate::meter::TenantCounts>,
-    pub backends: Vec<crate::pool::BackendConnects>,
+    pub endpoints: Vec<gatehouse_core::meter::EndpointCounts>,
+    pub tenants: Vec<gatehouse_core::meter::TenantCounts>,
+    pub backends: Vec<gatehouse_core::pool::BackendConnects>,
 }
 
 /// A switchover under way: resolves to the new writer, or why it failed.
@@ -179,11 +179,11 @@ pub enum Operation {
     },
 }
 
-fn endpoint_role_name(role: crate::config::EndpointRole) -> &'static str {
+fn endpoint_role_name(role: gatehouse_settings::config::EndpointRole) -> &'static str {
     match role {
-        crate::config::EndpointRole::ReadWrite => "read_write",
-        crate::config::EndpointRole::ReadOnly => "read_only",
-        crate::config::EndpointRole::Split => "split",
+        gatehouse_settings::config::EndpointRole::ReadWrite => "read_write",
+        gatehouse_settings::config::EndpointRole::ReadOnly => "read_only",
+        gatehouse_settings::config::EndpointRole::Split => "split",
     }
 }
 
@@ -196,7 +196,7 @@ fn role_name(role: Role) -> &'static str {
 }
 
 impl<E: Engine> CoreView for Core<E> {
-    fn digests(&self, limit: Option<usize>) -> Option<Vec<crate::digests::DigestRow>> {
+    fn digests(&self, limit: Option<usize>) -> Option<Vec<gatehouse_core::digests::DigestRow>> {
         self.digests.load().as_ref().map(|d| d.snapshot(limit))
     }
 
@@ -214,7 +214,7 @@ impl<E: Engine> CoreView for Core<E> {
         E::NAME
     }
 
-    fn clients(&self) -> Vec<crate::cancel::ClientRow> {
+    fn clients(&self) -> Vec<gatehouse_core::cancel::ClientRow> {
         self.cancels.clients()
     }
 
@@ -352,7 +352,7 @@ impl<E: Engine> CoreView for Core<E> {
                         role: role_name(h.role),
                         up: h.up,
                         elected: writer.as_ref().is_some_and(|w| std::sync::Arc::ptr_eq(w, b)),
-                        fenced: h.fence != crate::topology::Fence::None,
+                        fenced: h.fence != gatehouse_core::topology::Fence::None,
                         lag_seconds: h.lag.map(|l| l.as_secs_f64()),
                         position: h.position,
                         leases: b.leases.load(std::sync::atomic::Ordering::Relaxed),
@@ -388,7 +388,7 @@ impl<E: Engine> CoreView for Core<E> {
         }
     }
 
-    fn reload(self: Arc<Self>, settings: &Arc<Settings>) -> crate::core::ReloadReport {
+    fn reload(self: Arc<Self>, settings: &Arc<Settings>) -> gatehouse_core::core::ReloadReport {
         Core::reload(&self, settings)
     }
 
@@ -414,7 +414,7 @@ impl<E: Engine> CoreView for Core<E> {
                 draining,
             } => {
                 let state = cluster_of(cluster)?;
-                Some(crate::core::operate::drain(self, &state, backend, *draining).map_err(|e| e.to_string()))
+                Some(gatehouse_core::core::operate::drain(self, &state, backend, *draining).map_err(|e| e.to_string()))
             }
         }
     }
@@ -422,7 +422,7 @@ impl<E: Engine> CoreView for Core<E> {
     fn switchover<'a>(&'a self, cluster: &'a str, target: &'a str) -> Option<Switching<'a>> {
         let state = self.topology.cluster(cluster)?;
         Some(Box::pin(async move {
-            crate::core::operate::switchover(self, &state, target)
+            gatehouse_core::core::operate::switchover(self, &state, target)
                 .await
                 .map_err(|e| e.to_string())
         }))

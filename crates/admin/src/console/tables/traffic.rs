@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::admin::view::CoreView;
-use crate::console::{Cell, ColumnType, Table};
-use crate::reload::Reloader;
+use crate::process::Reload;
+use crate::view::CoreView;
+use gatehouse_core::console::{Cell, ColumnType, Table};
 
 use ColumnType::{Integer as I, Text as T};
 
@@ -17,7 +17,7 @@ fn total_us(seconds: f64) -> Cell {
 }
 
 /// The mean of a histogram in microseconds; NULL with no sample.
-fn mean_us(h: &crate::meter::HistogramSnapshot) -> Cell {
+fn mean_us(h: &gatehouse_core::meter::HistogramSnapshot) -> Cell {
     if h.count == 0 {
         return Cell::Null;
     }
@@ -78,7 +78,7 @@ pub fn stats(cores: &[Arc<dyn CoreView>]) -> Table {
     t
 }
 
-pub fn totals(cores: &[Arc<dyn CoreView>], reloader: &Reloader) -> Table {
+pub fn totals(cores: &[Arc<dyn CoreView>], reloader: &dyn Reload) -> Table {
     let mut t = Table::new(&[("engine", T), ("stat", T), ("value", I)]);
     let (applied, refused) = reloader.counts();
     for core in cores {
@@ -177,7 +177,7 @@ pub fn config(cores: &[Arc<dyn CoreView>]) -> Table {
         ("[console]", "monitor_users", s.console.monitor_users.join(",")),
     ];
     for (section, key, value) in rows {
-        let documented = crate::config::reference::SECTIONS
+        let documented = gatehouse_settings::config::reference::SECTIONS
             .iter()
             .find(|sec| sec.name == section)
             .and_then(|sec| sec.keys.iter().find(|k| k.name == key));

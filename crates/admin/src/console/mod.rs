@@ -1,5 +1,5 @@
 //! The console's commands carried out over every engine's core: the
-//! [`crate::console::Commands`] the app gives both cores, so a console
+//! [`gatehouse_core::console::Commands`] the app gives both cores, so a console
 //! session on either engine's endpoint sees and acts on the whole proxy
 //! (`SHOW POOLS` lists PostgreSQL's and MySQL's pools). The tables are
 //! built in [`tables`]; the operator commands here use the same
@@ -9,17 +9,16 @@ mod tables;
 
 use std::sync::Arc;
 
-use crate::console::{Answer, Caller, Command, Commands, ConsoleError, Refusal, Reply, Show, Target};
-use crate::endpoints::Endpoints;
-use crate::reload::Reloader;
+use crate::process::{Listeners, Reload};
+use gatehouse_core::console::{Answer, Caller, Command, Commands, ConsoleError, Refusal, Reply, Show, Target};
 
 use super::view::{CoreView, Operation};
 
 /// The app's console: every core, the endpoints and the reloader.
 pub struct Console {
     pub cores: Vec<Arc<dyn CoreView>>,
-    pub endpoints: Arc<Endpoints>,
-    pub reloader: Arc<Reloader>,
+    pub endpoints: Arc<dyn Listeners>,
+    pub reloader: Arc<dyn Reload>,
 }
 
 impl Commands for Console {
@@ -47,7 +46,7 @@ fn not_found(message: String) -> ConsoleError {
 }
 
 impl Console {
-    fn show(&self, what: Show) -> crate::console::Table {
+    fn show(&self, what: Show) -> gatehouse_core::console::Table {
         match what {
             Show::Help => tables::help(),
             Show::Version => tables::version(),
@@ -56,9 +55,9 @@ impl Console {
             Show::Servers => tables::servers(&self.cores),
             Show::Backends => tables::backends(&self.cores),
             Show::Clusters => tables::clusters(&self.cores),
-            Show::Endpoints => tables::endpoints(&self.cores, &self.endpoints),
+            Show::Endpoints => tables::endpoints(&self.cores, &*self.endpoints),
             Show::Stats => tables::stats(&self.cores),
-            Show::Totals => tables::totals(&self.cores, &self.reloader),
+            Show::Totals => tables::totals(&self.cores, &*self.reloader),
             Show::Digests => tables::digests(&self.cores),
             Show::Config => tables::config(&self.cores),
         }

@@ -1,4 +1,4 @@
-//! What sessions and pools counted ([`crate::meter`]), the metrics an SRE
+//! What sessions and pools counted ([`gatehouse_core::meter`]), the metrics an SRE
 //! alerts on (after a managed proxy's set, in Prometheus' conventions):
 //! client logins that succeeded (with or without TLS) and failed (by
 //! reason), backend connections opened, failed, switched between tenants
@@ -18,8 +18,8 @@ use super::labels::{
     TenantLabels,
 };
 use super::{AdminState, gauge};
-use crate::admin::view::{CoreSnapshot, Traffic};
-use crate::pool::Phase;
+use crate::view::{CoreSnapshot, Traffic};
+use gatehouse_core::pool::Phase;
 
 /// Registers the metrics of what sessions and pools counted; `snapshots`
 /// are the cores' (for their pools), in the order of `state.cores`.
@@ -245,7 +245,7 @@ fn register_tenants(traffic: &[Traffic], top: usize, registry: &mut Registry) {
     let transactions = Family::<TenantLabels, Counter>::default();
     let queries = Family::<TenantLabels, Counter>::default();
     let all = traffic.iter().flat_map(|t| t.tenants.iter().cloned());
-    for t in crate::meter::top_tenants(all, top) {
+    for t in gatehouse_core::meter::top_tenants(all, top) {
         let labels = TenantLabels { tenant: t.tenant };
         transactions.get_or_create(&labels).inc_by(t.transactions);
         queries.get_or_create(&labels).inc_by(t.statements);

@@ -1,11 +1,11 @@
-//! Histograms in the exposition: [`crate::meter`]'s snapshots by label
+//! Histograms in the exposition: [`gatehouse_core::meter`]'s snapshots by label
 //! set, encoded as prometheus-client encodes its own (`_sum`, `_count`,
 //! then cumulative `_bucket`s up to `le="+Inf"`).
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 
-use crate::meter::HistogramSnapshot;
+use gatehouse_core::meter::HistogramSnapshot;
 
 /// One histogram per label set.
 #[derive(Debug)]

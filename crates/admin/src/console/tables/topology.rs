@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::admin::view::CoreView;
-use crate::console::{Cell, ColumnType, Table};
-use crate::endpoints::Endpoints;
+use crate::process::Listeners;
+use crate::view::CoreView;
+use gatehouse_core::console::{Cell, ColumnType, Table};
 
 use super::{micros, secs, timestamp};
 
@@ -64,8 +64,8 @@ pub fn pools(cores: &[Arc<dyn CoreView>]) -> Table {
                 .entry((route.cluster.to_string(), c.info.database(), route.user.to_string()))
                 .or_default();
             match c.state {
-                crate::cancel::ClientState::Active => row.cl_active += 1,
-                crate::cancel::ClientState::Waiting => {
+                gatehouse_core::cancel::ClientState::Active => row.cl_active += 1,
+                gatehouse_core::cancel::ClientState::Waiting => {
                     row.cl_waiting += 1;
                     row.maxwait = row.maxwait.max(c.wait.unwrap_or_default());
                 }
@@ -227,7 +227,8 @@ pub fn backends(cores: &[Arc<dyn CoreView>]) -> Table {
             let c = connects
                 .iter()
                 .find(|c| c.cluster == b.cluster && c.backend == b.backend);
-            let count = |f: fn(&crate::pool::BackendConnects) -> u64| c.map_or(Cell::from(0u64), |c| f(c).into());
+            let count =
+                |f: fn(&gatehouse_core::pool::BackendConnects) -> u64| c.map_or(Cell::from(0u64), |c| f(c).into());
             t.push(vec![
                 s.engine.into(),
                 b.cluster.into(),
@@ -279,14 +280,14 @@ pub fn clusters(cores: &[Arc<dyn CoreView>]) -> Table {
     t
 }
 
-fn engine_name(kind: crate::config::EngineKind) -> &'static str {
+fn engine_name(kind: gatehouse_settings::config::EngineKind) -> &'static str {
     match kind {
-        crate::config::EngineKind::Postgres => "postgres",
-        crate::config::EngineKind::Mysql => "mysql",
+        gatehouse_settings::config::EngineKind::Postgres => "postgres",
+        gatehouse_settings::config::EngineKind::Mysql => "mysql",
     }
 }
 
-pub fn endpoints(cores: &[Arc<dyn CoreView>], running: &Endpoints) -> Table {
+pub fn endpoints(cores: &[Arc<dyn CoreView>], running: &dyn Listeners) -> Table {
     let mut t = Table::new(&[
         ("endpoint", T),
         ("engine", T),

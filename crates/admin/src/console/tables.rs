@@ -14,7 +14,7 @@ mod traffic;
 
 use std::time::{Duration, SystemTime};
 
-use crate::console::{Cell, ColumnType, Table};
+use gatehouse_core::console::{Cell, ColumnType, Table};
 
 pub use topology::{backends, clients, clusters, endpoints, pools, servers};
 pub use traffic::{config, digests, stats, totals, variables};
