@@ -23,9 +23,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::drain::DrainGuard;
 use crate::config::{EndpointSettings, EngineKind, Settings};
 use crate::core::Core;
+use crate::drain::DrainGuard;
 use crate::engine::mysql::MyEngine;
 use crate::engine::pg::PgEngine;
 use crate::pool::Capacity;

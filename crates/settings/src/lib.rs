@@ -16,6 +16,7 @@
 pub mod backend_tls;
 pub mod config;
 pub mod console;
+pub mod kind;
 pub mod limits;
 pub mod logging;
 pub mod rules;

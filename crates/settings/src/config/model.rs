@@ -11,25 +11,7 @@ use std::time::Duration;
 
 use gatehouse_proto_pg::auth::scram::ScramVerifier;
 
-/// Which wire protocol a cluster speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EngineKind {
-    Postgres,
-    Mysql,
-}
-
-impl EngineKind {
-    /// The ALPN protocol offered in TLS handshakes with this engine's
-    /// servers: PostgreSQL registered `postgresql` (protocol documentation,
-    /// "SSL Session Encryption"; 17 and later check it when offered, and
-    /// require it for direct TLS); MySQL has none.
-    pub fn tls_alpn(self) -> Option<&'static [u8]> {
-        match self {
-            Self::Postgres => Some(b"postgresql"),
-            Self::Mysql => None,
-        }
-    }
-}
+pub use crate::kind::EngineKind;
 
 /// How log lines are written (`log_format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

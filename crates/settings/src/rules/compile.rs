@@ -13,9 +13,9 @@ use ipnet::IpNet;
 use regex::{Regex, RegexBuilder};
 use toml::Spanned;
 
+use super::raw::{RawRoute, RawRule};
 use super::{DigestMatch, Rewrite, RouteTo, Rule, Rules};
-use crate::config::EngineKind;
-use crate::config::raw::{RawRoute, RawRule};
+use crate::kind::EngineKind;
 
 /// Most `[[rules]]` a configuration may have.
 pub const MAX_RULES: usize = 10_000;

@@ -28,6 +28,7 @@
 mod compile;
 mod log;
 mod matcher;
+pub mod raw;
 #[cfg(test)]
 mod tests;
 

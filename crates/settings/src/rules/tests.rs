@@ -10,9 +10,9 @@ use std::time::Duration;
 use gatehouse_sql::Digest;
 use serde::Deserialize;
 
+use super::raw::RawRule;
 use super::*;
-use crate::config::EngineKind;
-use crate::config::raw::RawRule;
+use crate::kind::EngineKind;
 
 /// The backends of clusters main, other and maria.
 fn backends() -> [Vec<String>; 3] {
