@@ -28,6 +28,11 @@ const CONTROL_MESSAGE_LIMIT: usize = 1024 * 1024;
 /// Data rows of a control query: columns as raw text, `None` for NULL.
 pub(crate) type Rows = Vec<Vec<Option<Vec<u8>>>>;
 
+/// Values of the tracked parameters ([`crate::tracked::TRACKED`]), in
+/// that order; shared, since most sessions and connections hold the same
+/// (default) values.
+pub type TrackedValues = Arc<Vec<String>>;
+
 /// An authenticated PostgreSQL backend connection.
 pub struct PgConn {
     pub(crate) stream: BackendStream,
@@ -47,10 +52,10 @@ pub struct PgConn {
     /// Transaction status from the last ReadyForQuery.
     pub(crate) status: u8,
     /// Tracked session parameters as last read or set; `None` when unknown.
-    pub(crate) tracked: Option<super::tracked::Values>,
+    pub(crate) tracked: Option<TrackedValues>,
     /// Tracked parameters as the server set them up for this connection:
     /// what a new client starts from.
-    pub(crate) initial: super::tracked::Values,
+    pub(crate) initial: TrackedValues,
     /// Proxy-named statements prepared here, with when each was last used.
     pub(crate) prepared: HashMap<Arc<str>, u64>,
     /// Which session's unnamed statement (session id, generation) is here.
@@ -100,7 +105,7 @@ impl gatehouse_core::cancel::CancelTarget for PgCancelTarget {
     }
 }
 
-fn io_error(addr: &str, e: impl std::fmt::Display) -> ProxyError {
+pub(crate) fn io_error(addr: &str, e: impl std::fmt::Display) -> ProxyError {
     ProxyError::new(Condition::BackendUnavailable, "could not reach the database server")
         .with_detail(format!("{addr}: {e}"))
 }
@@ -188,29 +193,6 @@ impl PgConn {
     }
 }
 
-/// Opens and authenticates a backend connection, with `startup`'s
-/// parameters in its startup packet after the user and database.
-pub async fn connect(
-    addr: &str,
-    secret: &Secret,
-    database: &str,
-    startup: &[(String, String)],
-    timeout: Duration,
-    tls: &BackendTls,
-) -> Result<PgConn, ProxyError> {
-    let work = async {
-        let mut conn = connect_inner(addr, secret, database, startup, tls).await?;
-        let values = super::tracked::read(&mut conn).await?;
-        conn.initial = values.clone();
-        conn.tracked = Some(values);
-        Ok(conn)
-    };
-    match tokio::time::timeout(timeout, work).await {
-        Ok(r) => r,
-        Err(_) => Err(io_error(addr, format!("connect timed out after {timeout:?}"))),
-    }
-}
-
 /// A connection to `addr`, in TLS as `tls` asks: an SSLRequest first,
 /// then the handshake when the server answers `S`; on `N`, plain for
 /// `prefer` and refused from `require` up; a failed handshake under
@@ -251,7 +233,7 @@ async fn open_stream(addr: &str, tls: &BackendTls) -> Result<BackendStream, Prox
     }
 }
 
-async fn connect_inner(
+pub(crate) async fn connect_inner(
     addr: &str,
     secret: &Secret,
     database: &str,

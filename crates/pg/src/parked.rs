@@ -11,7 +11,7 @@ use std::task::Waker;
 
 use tokio::runtime::Handle;
 
-use super::session::fail;
+use super::errors::fail;
 use super::txn::{Outcome, ParkedTx, TxSession};
 use gatehouse_core::engine::stream::ClientStream;
 use gatehouse_core::error::{Condition, ProxyError};

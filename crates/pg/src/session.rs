@@ -9,12 +9,13 @@ use bytes::BytesMut;
 use gatehouse_proto_pg::messages;
 use tokio::io::AsyncWriteExt;
 
+use super::PgEngine;
 use super::backend::PgCancelTarget;
+use super::errors::fail;
 use super::handover::{pooled_greeting, run_session};
 use super::login::{self, Opening};
 use super::parked::{Guards, Live};
 use super::txn::TxSession;
-use super::{PgEngine, send_fatal};
 use gatehouse_core::auth::Check;
 use gatehouse_core::cancel::CancelKey;
 use gatehouse_core::core::Core;
@@ -33,6 +34,15 @@ struct LoggedIn {
     admitted: Entry,
     _admission: Option<tokio::sync::OwnedSemaphorePermit>,
     _drain: gatehouse_core::drain::DrainGuard,
+}
+
+/// The client side of [`PgEngine`]: each accepted connection's session.
+impl gatehouse_core::serve::Serve for PgEngine {
+    fn serve(core: Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send {
+        // No async wrapper: its copy of the arguments would stay in every
+        // session's task.
+        serve(core, client)
+    }
 }
 
 /// Serves one accepted client connection. The login, the greeting and the
@@ -247,22 +257,6 @@ fn login_timeout() -> ProxyError {
         Condition::LoginTimeout,
         "timeout expired before authentication completed",
     )
-}
-
-/// Logs `e` and sends it to the client as FATAL; always `None` (the
-/// session is over).
-pub(super) async fn fail<T>(
-    stats: &gatehouse_core::stats::Stats,
-    stream: Option<&mut ClientStream>,
-    e: &ProxyError,
-    peer: std::net::SocketAddr,
-) -> Option<T> {
-    stats.record_error(e);
-    e.log_session_end(Some(peer));
-    if let Some(s) = stream {
-        send_fatal(s, e).await;
-    }
-    None
 }
 
 /// What admission gave the client (see [`Core::admit`]).

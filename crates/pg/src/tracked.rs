@@ -74,9 +74,9 @@ pub fn announce(reported: &[(String, String)], from: &Values, to: &Values, out: 
     }
 }
 
-/// Values of [`TRACKED`], in that order; shared, since most sessions and
-/// connections hold the same (default) values.
-pub type Values = std::sync::Arc<Vec<String>>;
+/// Values of [`TRACKED`], in that order (a connection holds them, so the
+/// type is the backend's).
+pub use crate::backend::TrackedValues as Values;
 
 fn literal(v: &str) -> String {
     format!("'{}'", v.replace('\'', "''"))

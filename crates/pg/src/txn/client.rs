@@ -194,7 +194,7 @@ impl TxSession {
     fn answer_refused(&mut self, tag: u8, e: &ProxyError) {
         let mut out = BytesMut::new();
         let error = |out: &mut BytesMut| {
-            messages::put_error(out, "ERROR", super::super::sqlstate_of(e.condition), &e.message);
+            messages::put_error(out, "ERROR", crate::errors::sqlstate_of(e.condition), &e.message);
         };
         match tag {
             b'Q' | b'F' => {
