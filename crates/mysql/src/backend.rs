@@ -6,7 +6,7 @@
 //! connection limit, replication state) lives in `probe` and is re-exported
 //! here.
 //!
-//! Backend connections use [`super::RELAY_CAPS`] (only those the server has
+//! Backend connections use [`crate::caps::RELAY_CAPS`] (only those the server has
 //! too), so `CLIENT_DEPRECATE_EOF` is never in effect: every result set ends
 //! with a classic EOF packet.
 
@@ -50,6 +50,19 @@ pub const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 /// Largest command buffer a connection keeps between commands.
 const WBUF_KEEP: usize = 64 * 1024;
 
+/// A statement prepared on one backend connection.
+#[derive(Debug, Clone)]
+pub struct BackendStmt {
+    pub id: u32,
+    pub params: u16,
+    /// Whether this connection has been sent the parameter types.
+    pub types_sent: bool,
+    /// The server's reply to the prepare (framed, as the client got it):
+    /// another client preparing the same text on this connection is
+    /// answered with it (its own id written in) instead of a new prepare.
+    pub reply: Option<bytes::Bytes>,
+}
+
 /// An authenticated backend connection.
 pub struct MyConn {
     pub stream: BackendStream,
@@ -77,9 +90,9 @@ pub struct MyConn {
     /// Tracked session variables set on this connection (by clients, replayed).
     pub vars: super::vars::Vars,
     /// Statements prepared on this connection, by query text.
-    pub prepared: std::collections::HashMap<Arc<str>, super::stmts::BackendStmt>,
+    pub prepared: std::collections::HashMap<Arc<str>, BackendStmt>,
     /// What `LAST_INSERT_ID()` returns on this connection; `None` when a
-    /// statement may have changed it (see [`super::carry`]).
+    /// statement may have changed it (see [`crate::txn::carry`]).
     pub last_insert_id: Option<u64>,
     /// The server's default authentication plugin (from its greeting) and
     /// the nonce it holds for this connection: what a COM_CHANGE_USER

@@ -205,7 +205,7 @@ impl Session {
             | COM_STMT_SEND_LONG_DATA
             | COM_STMT_CLOSE
             | COM_STMT_RESET
-            | COM_STMT_FETCH => super::stmts::command(self, stream, payload).await,
+            | COM_STMT_FETCH => super::txn::stmts::command(self, stream, payload).await,
             COM_RESET_CONNECTION => self.reset_connection(stream).await,
             COM_CHANGE_USER => self.change_user(stream, buf, payload).await,
             COM_PROCESS_KILL => self.kill(stream, super::kill::process_kill_request(payload)).await,

@@ -12,7 +12,7 @@ use gatehouse_proto_mysql::handshake::{ChangeUser, HandshakeResponse41};
 use gatehouse_proto_mysql::packets::{EofPacket, OK_HEADER, OkPacket};
 
 use super::login::{self, Phase};
-use super::stmts::Statements;
+use super::txn::stmts::Statements;
 use super::txn::{BACKEND_COLLATION, Fatal, Session};
 use super::vars::Vars;
 use gatehouse_core::engine::stream::ClientStream;
@@ -169,7 +169,7 @@ impl Session {
         self.locked = false;
         self.cursor_open = false;
         self.long_data = false;
-        self.carry = super::carry::Carry::default();
+        self.carry = super::txn::carry::Carry::default();
         self.in_transaction = false;
         self.vars = self.default_vars.clone();
         self.stmts = Statements::default();

@@ -14,16 +14,16 @@ use gatehouse_proto_mysql::consts::{
     COM_INIT_DB, COM_PING, COM_PROCESS_KILL, COM_QUERY, COM_QUIT, SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_AUTOCOMMIT,
 };
 use gatehouse_proto_mysql::errors::{self, MyError};
-use gatehouse_proto_mysql::packets::{EofPacket, OK_HEADER, OkPacket};
-use gatehouse_proto_mysql::results;
+use gatehouse_proto_mysql::packets::{OK_HEADER, OkPacket};
 use tokio::io::AsyncWriteExt;
 
 use super::MyEngine;
 use super::backend::MyCancelTarget;
+use super::errors::err_payload;
 use super::io::{IoError, put_packet, read_packet};
-use super::session::err_payload;
+use super::table::put_table;
 use gatehouse_core::cancel::CancelKey;
-use gatehouse_core::console::{Caller, Cell, ColumnType, ConsoleError, Refusal, Reply, Role, Table};
+use gatehouse_core::console::{Caller, ConsoleError, Refusal, Reply, Role};
 use gatehouse_core::core::Core;
 use gatehouse_core::engine::stream::ClientStream;
 use gatehouse_core::error::{Condition, ProxyError};
@@ -37,14 +37,6 @@ fn my_error(e: &ConsoleError, kill: bool) -> MyError {
         Refusal::Denied => errors::ER_SPECIFIC_ACCESS_DENIED_ERROR,
         Refusal::NotFound if kill => errors::ER_NO_SUCH_THREAD,
         Refusal::NotFound | Refusal::Failed => errors::ER_UNKNOWN_ERROR,
-    }
-}
-
-fn kind_of(t: ColumnType) -> u8 {
-    match t {
-        ColumnType::Text => results::MYSQL_TYPE_VAR_STRING,
-        ColumnType::Integer => results::MYSQL_TYPE_LONGLONG,
-        ColumnType::Real => results::MYSQL_TYPE_DOUBLE,
     }
 }
 
@@ -154,38 +146,8 @@ fn ok_with(info: &str, status: u16) -> BytesMut {
         info: Bytes::copy_from_slice(info.as_bytes()),
         ..OkPacket::default()
     }
-    .encode(&mut payload, super::RELAY_CAPS, OK_HEADER);
+    .encode(&mut payload, crate::caps::RELAY_CAPS, OK_HEADER);
     payload
-}
-
-fn eof(status: u16) -> BytesMut {
-    let mut payload = BytesMut::new();
-    EofPacket { warnings: 0, status }.encode(&mut payload);
-    payload
-}
-
-/// Writes `table` as a text result set from sequence id `seq`, its final
-/// EOF with `status`; returns the next sequence id.
-/// `extended`: column definitions in MariaDB's extended form
-/// ([`results::put_column_definition`]).
-pub(super) fn put_table(out: &mut BytesMut, mut seq: u8, table: &Table, status: u16, extended: bool) -> u8 {
-    let mut p = BytesMut::new();
-    results::put_column_count(&mut p, table.columns.len());
-    seq = put_packet(out, seq, &p);
-    for (name, t) in &table.columns {
-        let mut p = BytesMut::new();
-        results::put_column_definition(&mut p, name, kind_of(*t), extended);
-        seq = put_packet(out, seq, &p);
-    }
-    seq = put_packet(out, seq, &eof(status));
-    for row in &table.rows {
-        let texts: Vec<Option<String>> = row.iter().map(Cell::text).collect();
-        let values: Vec<Option<&str>> = texts.iter().map(Option::as_deref).collect();
-        let mut p = BytesMut::new();
-        results::put_text_row(&mut p, &values);
-        seq = put_packet(out, seq, &p);
-    }
-    put_packet(out, seq, &eof(status))
 }
 
 /// Writes each statement's answer; all but the last say more results follow.

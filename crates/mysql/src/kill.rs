@@ -148,7 +148,7 @@ impl Session {
         let extended = (self.session_caps >> 32)
             & u64::from(gatehouse_proto_mysql::consts::MARIADB_CLIENT_EXTENDED_TYPE_INFO)
             != 0;
-        super::console::put_table(&mut out, 1, &t, self.status, extended);
+        super::table::put_table(&mut out, 1, &t, self.status, extended);
         stream.write_all(&out).await.map_err(|e| {
             (
                 0,

@@ -91,8 +91,8 @@ pub struct Authenticated {
     pub tenant: Arc<Tenant>,
     /// The database named in the handshake response, if any (checked).
     pub database: Option<String>,
-    /// Capabilities in force: the client's, within [`super::RELAY_CAPS`]
-    /// and [`super::SESSION_CAPS`].
+    /// Capabilities in force: the client's, within [`crate::caps::RELAY_CAPS`]
+    /// and [`crate::caps::SESSION_CAPS`].
     pub caps: u32,
     pub charset: u8,
     pub attributes: Vec<(String, String)>,
@@ -114,7 +114,7 @@ pub async fn greet(
     nonce: &[u8; NONCE_LEN],
 ) -> Result<HandshakeResponse41, ProxyError> {
     let p = phase.as_mut().ok_or_else(internal)?;
-    let mut caps = super::RELAY_CAPS | super::SESSION_CAPS | CLIENT_CONNECT_ATTRS;
+    let mut caps = crate::caps::RELAY_CAPS | crate::caps::SESSION_CAPS | CLIENT_CONNECT_ATTRS;
     if endpoint.tls.is_some() {
         caps |= CLIENT_SSL;
     }

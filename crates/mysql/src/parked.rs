@@ -12,7 +12,7 @@ use std::task::Waker;
 use bytes::BytesMut;
 use tokio::runtime::Handle;
 
-use super::session::fail;
+use super::errors::fail;
 use super::txn::{Served, Session};
 use gatehouse_core::engine::stream::ClientStream;
 use gatehouse_core::error::{Condition, ProxyError};

@@ -9,52 +9,16 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use gatehouse_proto_mysql::auth::generate_nonce;
 use gatehouse_proto_mysql::consts::SERVER_STATUS_AUTOCOMMIT;
-use gatehouse_proto_mysql::errors::{self, MyError};
-use gatehouse_proto_mysql::packets::{ErrPacket, OK_HEADER, OkPacket};
+use gatehouse_proto_mysql::packets::{OK_HEADER, OkPacket};
 
 use super::MyEngine;
+use super::caps::session_caps_startup;
+use super::errors::fail;
 use super::login::{self, Phase};
 use gatehouse_core::core::Core;
 use gatehouse_core::engine::stream::ClientStream;
 use gatehouse_core::error::{Condition, ProxyError};
 use gatehouse_core::serve::ClientConn;
-
-/// The MySQL error a proxy error is shown as.
-pub fn my_error(e: &ProxyError) -> MyError {
-    match e.condition {
-        Condition::InvalidPassword => errors::ER_ACCESS_DENIED_ERROR,
-        Condition::NotAllowed => errors::ER_ACCESS_DENIED_ERROR,
-        Condition::UnknownDatabase => errors::ER_DBACCESS_DENIED_ERROR,
-        Condition::TooManyConnections => errors::ER_CON_COUNT_ERROR,
-        Condition::ProtocolViolation | Condition::LoginTimeout => errors::ER_HANDSHAKE_ERROR,
-        Condition::FeatureNotSupported => errors::ER_NOT_SUPPORTED_AUTH_MODE,
-        Condition::IdleTimeout => errors::ER_NET_READ_ERROR,
-        Condition::Shutdown => errors::ER_SERVER_SHUTDOWN,
-        Condition::Terminated => errors::ER_CONNECTION_KILLED,
-        Condition::Canceled => errors::ER_QUERY_INTERRUPTED,
-        // Codes drivers take for a lost server (08S01) or a full one, so
-        // their pools retry or discard; never the generic 1105.
-        Condition::BackendUnavailable => errors::ER_SERVER_SHUTDOWN,
-        Condition::NoBackendForRole => errors::ER_CON_COUNT_ERROR,
-        Condition::Internal => errors::ER_UNKNOWN_ERROR,
-    }
-}
-
-/// An ERR packet's payload for `e`.
-pub fn err_payload(err: MyError, message: &str) -> BytesMut {
-    let mut out = BytesMut::new();
-    ErrPacket::from_error(err, message).encode(&mut out);
-    out
-}
-
-/// Sends `e` as an ERR packet with sequence id `seq` and logs it.
-pub async fn fail(core: &Core<MyEngine>, stream: Option<&mut ClientStream>, seq: u8, e: &ProxyError) {
-    core.stats.record_error(e);
-    e.log_session_end(None);
-    if let Some(s) = stream {
-        let _ = super::io::write_packet(s, seq, &err_payload(my_error(e), &e.message)).await;
-    }
-}
 
 /// A logged-in client, owned: what the session keeps after the connection
 /// phase (whose futures and packets are gone by then).
@@ -62,6 +26,32 @@ struct Established {
     stream: ClientStream,
     buf: BytesMut,
     start: super::txn::Start,
+}
+
+/// The pool a session whose client asked for the capabilities `word`
+/// ([`session_word`]) leases from, given the pool admission chose: `pool`
+/// itself, or the pool beside it of backend connections opened with the
+/// same ones.
+pub fn pool_for_caps(
+    core: &Core<MyEngine>,
+    endpoint: &gatehouse_settings::config::EndpointSettings,
+    pool: Arc<gatehouse_core::pool::Pool<MyEngine>>,
+    word: u64,
+) -> Result<Arc<gatehouse_core::pool::Pool<MyEngine>>, ProxyError> {
+    let startup = session_caps_startup(word);
+    if startup.is_empty() {
+        return Ok(pool);
+    }
+    core.pool_with_startup(endpoint, &pool, startup)
+}
+
+/// The client side of [`MyEngine`]: each accepted connection's session.
+impl gatehouse_core::serve::Serve for MyEngine {
+    fn serve(core: Arc<Core<Self>>, client: ClientConn) -> impl Future<Output = ()> + Send {
+        // No async wrapper: its copy of the arguments would stay in every
+        // session's task.
+        serve(core, client)
+    }
 }
 
 /// Serves one client connection. Not an `async fn`: its arguments would
@@ -202,7 +192,7 @@ async fn establish(core: Arc<Core<MyEngine>>, client: ClientConn) -> Option<Box<
         );
         return fail_none(&core, &meter, Some(&mut phase.stream), phase.seq, &e).await;
     }
-    let caps = response.capabilities & (super::RELAY_CAPS | super::SESSION_CAPS);
+    let caps = response.capabilities & (crate::caps::RELAY_CAPS | crate::caps::SESSION_CAPS);
     let session_caps = super::session_word(caps, response.mariadb_ext_caps);
     let admitted = match core
         .admit(&endpoint, &tenant, database.as_deref().unwrap_or(""))

@@ -38,8 +38,8 @@ use gatehouse_proto_mysql::packets::{ERR_HEADER, ErrPacket, OK_HEADER, OkPacket}
 use gatehouse_proto_mysql::{DecodeError, errors};
 use tokio::net::TcpStream;
 
-use super::super::RELAY_CAPS;
 use super::super::io::{self, IoError};
+use crate::caps::RELAY_CAPS;
 use gatehouse_core::backend_tls::stream::host_of;
 use gatehouse_core::backend_tls::{BackendStream, BackendTls, Connect, HandshakeError};
 use gatehouse_core::error::{Condition, ProxyError};
@@ -105,10 +105,10 @@ pub struct Login<'a> {
     pub user: &'a str,
     pub password: &'a [u8],
     pub database: Option<&'a str>,
-    /// Of [`super::super::SESSION_CAPS`], those to ask for at login (a
+    /// Of [`crate::caps::SESSION_CAPS`], those to ask for at login (a
     /// COM_CHANGE_USER keeps the connection's).
     pub session_caps: u32,
-    /// Of [`super::super::SESSION_EXT_CAPS`], those to ask for: the login
+    /// Of [`crate::caps::SESSION_EXT_CAPS`], those to ask for: the login
     /// fails when the server does not offer them.
     pub session_ext_caps: u32,
 }

@@ -40,7 +40,7 @@ use gatehouse_proto_mysql::consts::{COM_QUERY, COM_STMT_EXECUTE, SERVER_STATUS_A
 use gatehouse_proto_mysql::response::Done;
 use gatehouse_sql::mysql::{Info, PreviousResults, TxBoundary};
 
-use super::txn::Session;
+use super::Session;
 use gatehouse_core::error::{Condition, ProxyError};
 
 /// The per-session state described in the module docs.
@@ -200,7 +200,7 @@ impl LidNeed {
 
 impl Session {
     /// A new lease: where its connection's `LAST_INSERT_ID()` starts.
-    pub(super) fn lid_lease_started(&mut self, conn_value: Option<u64>) {
+    pub(crate) fn lid_lease_started(&mut self, conn_value: Option<u64>) {
         let base = conn_value.unwrap_or(0);
         self.carry.lid_base = base;
         self.carry.lid_on_conn = conn_value == Some(self.carry.last_insert_id);
@@ -241,7 +241,7 @@ impl Session {
     /// Before a command with `need`: the value to write into a text
     /// statement, if it must be; or the session's value set on the
     /// connection.
-    pub(super) async fn prepare_lid(&mut self, need: LidNeed) -> Result<Option<u64>, ProxyError> {
+    pub(crate) async fn prepare_lid(&mut self, need: LidNeed) -> Result<Option<u64>, ProxyError> {
         if need == LidNeed::Nothing || self.carry.lid_on_conn {
             return Ok(None);
         }
@@ -274,7 +274,7 @@ impl Session {
     /// taken from the connection if its statements may have changed it,
     /// and the connection is zeroed. `false`: the connection failed (it is
     /// dropped).
-    pub(super) async fn take_last_insert_id(&mut self) -> bool {
+    pub(crate) async fn take_last_insert_id(&mut self) -> bool {
         let Some(known) = self.lease.as_mut().map(|l| l.conn().last_insert_id) else {
             return true;
         };

@@ -5,13 +5,17 @@
 //! recorded reason; LOCK TABLES until UNLOCK; an open cursor; long data
 //! sent for an execute), or until the next command after a statement with
 //! warnings. `LAST_INSERT_ID()`, `ROW_COUNT()` and `FOUND_ROWS()` move
-//! with the client ([`super::carry`]). Tracked variables are
+//! with the client ([`carry`]). Tracked variables are
 //! replayed on whichever connection serves the client; prepared statements
 //! get proxy-owned ids and are prepared lazily on each backend connection
-//! (see [`super::stmts`]). This file holds the session and the
+//! (see [`stmts`]). This file holds the session and the
 //! query path; the reply relay is [`super::relay`], the command loop [`super::cmdloop`], the session-level
 //! commands [`super::commands`] and `KILL` [`super::kill`], borrowing and
 //! giving back the lease [`super::lease`].
+
+pub mod carry;
+mod lost;
+pub mod stmts;
 
 use std::sync::Arc;
 
@@ -22,14 +26,14 @@ use gatehouse_proto_mysql::packets::{OK_HEADER, OkPacket};
 use gatehouse_proto_mysql::response::{Done, ResponseKind};
 use gatehouse_sql::mysql::{self as my_sql, Dialect, Info, MyEffect, TxBoundary, VarChange};
 
+use self::carry::{Carry, LidNeed, Plan};
+use self::lost::{LOST_MESSAGE, LOST_TRANSACTION_MESSAGE};
+use self::stmts::Statements;
 use super::MyEngine;
 use super::backend::MyCancelTarget;
-use super::carry::{Carry, LidNeed, Plan};
+use super::errors::err_payload;
 use super::io::write_packet;
-use super::lost::{LOST_MESSAGE, LOST_TRANSACTION_MESSAGE};
 use super::relay::{Relay, relay};
-use super::session::err_payload;
-use super::stmts::Statements;
 use super::vars::Vars;
 use std::net::IpAddr;
 
@@ -241,7 +245,7 @@ impl Session {
         let kind = ResponseKind::for_command(payload[0]);
         if let Err(e) = self.conn().await {
             self.core.stats.record_error(&e);
-            let err = super::session::my_error(&e);
+            let err = super::errors::my_error(&e);
             self.error(stream, 1, err, &e.message).await?;
             return Ok(None);
         }
@@ -300,7 +304,7 @@ impl Session {
                 let alone = self.pinned.is_none() && !self.locked && !self.cursor_open && !self.long_data;
                 let in_transaction = std::mem::take(&mut self.in_transaction);
                 self.drop_lease();
-                let e = ProxyError::new(Condition::BackendUnavailable, super::lost::LOST_MESSAGE).with_detail(detail);
+                let e = ProxyError::new(Condition::BackendUnavailable, self::lost::LOST_MESSAGE).with_detail(detail);
                 if let Some(seq) = replied {
                     // Mid-reply: the error ends the reply the client reads,
                     // then the session (its protocol state is lost).
@@ -459,7 +463,7 @@ impl Session {
         if lid_need != LidNeed::Nothing {
             if let Err(e) = self.conn().await {
                 self.core.stats.record_error(&e);
-                let err = super::session::my_error(&e);
+                let err = super::errors::my_error(&e);
                 return self.error(stream, 1, err, &e.message).await;
             }
             lid_value = match self.prepare_lid(lid_need).await {

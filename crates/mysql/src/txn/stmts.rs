@@ -20,9 +20,9 @@ use gatehouse_proto_mysql::stmt_execute::{new_params_bound, param_types, with_pa
 
 use gatehouse_sql::mysql::{self as my_sql, Dialect, Info, MyEffect, PinReason, TxBoundary};
 
-use super::backend::MyConn;
 use super::carry::{LidNeed, Plan};
-use super::txn::{Fatal, Session};
+use super::{Fatal, Session};
+use crate::backend::{BackendStmt, MyConn};
 use gatehouse_core::engine::stream::ClientStream;
 use gatehouse_core::error::{Condition, ProxyError};
 use tokio::io::AsyncWriteExt;
@@ -94,19 +94,6 @@ impl Statements {
     pub fn text(&self, id: u32) -> Option<Arc<str>> {
         self.by_id.get(&id).map(|st| st.sql.clone())
     }
-}
-
-/// A statement prepared on one backend connection.
-#[derive(Debug, Clone)]
-pub struct BackendStmt {
-    pub id: u32,
-    pub params: u16,
-    /// Whether this connection has been sent the parameter types.
-    pub types_sent: bool,
-    /// The server's reply to the prepare (framed, as the client got it):
-    /// another client preparing the same text on this connection is
-    /// answered with it (its own id written in) instead of a new prepare.
-    pub reply: Option<bytes::Bytes>,
 }
 
 /// What an execute needs of a statement on its connection.
@@ -220,7 +207,7 @@ async fn prepare(s: &mut Session, stream: &mut ClientStream, payload: &[u8]) -> 
     let known = match s.conn().await {
         Ok(conn) => conn.prepared.get(&sql).cloned(),
         Err(e) if e.condition == Condition::Canceled => {
-            let err = super::session::my_error(&e);
+            let err = crate::errors::my_error(&e);
             return s.error(stream, 1, err, &e.message).await;
         }
         // forward_as borrows again and tells the client why it cannot.
@@ -299,7 +286,7 @@ async fn execute(
     // LAST_INSERT_ID() read or set: the connection must hold the session's.
     if facts.info.reads_last_insert_id || facts.info.sets_last_insert_id {
         if let Err(e) = s.conn().await {
-            let err = super::session::my_error(&e);
+            let err = crate::errors::my_error(&e);
             return s.error(stream, 1, err, &e.message).await;
         }
         if let Err(e) = s.prepare_lid(LidNeed::OnConnection).await {
@@ -393,7 +380,7 @@ async fn prepared(
         Ok(c) => c,
         Err(e) => {
             if reply {
-                let err = super::session::my_error(&e);
+                let err = crate::errors::my_error(&e);
                 s.error(stream, 1, err, &e.message).await?;
             }
             return Ok(None);
@@ -420,7 +407,7 @@ async fn prepared(
         Ok(Err(err_packet)) => {
             if reply {
                 let seq = 1;
-                super::io::write_packet(stream, seq, &err_packet).await.map_err(|e| {
+                crate::io::write_packet(stream, seq, &err_packet).await.map_err(|e| {
                     (
                         0,
                         gatehouse_core::error::ProxyError::new(
@@ -463,7 +450,7 @@ async fn prepare_quietly(conn: &mut MyConn, cmd: &[u8]) -> Result<Result<StmtPre
                     (Some(ok), _) => Ok(ok),
                     (None, Some(e)) => Err(e),
                     (None, None) => {
-                        Err(super::session::err_payload(errors::ER_UNKNOWN_ERROR, "prepare failed").to_vec())
+                        Err(crate::errors::err_payload(errors::ER_UNKNOWN_ERROR, "prepare failed").to_vec())
                     }
                 });
             }

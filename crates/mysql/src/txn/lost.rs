@@ -17,7 +17,7 @@
 use gatehouse_proto_mysql::consts::*;
 use gatehouse_proto_mysql::errors;
 
-use super::txn::{Fatal, Session};
+use super::{Fatal, Session};
 use gatehouse_core::engine::stream::ClientStream;
 
 /// What the client is told of a statement lost with its server.
@@ -60,7 +60,7 @@ impl Session {
     /// A command of a session whose transaction was lost: `Ok(true)` when
     /// it was answered here, `Ok(false)` when it is to run (the lost
     /// transaction is over).
-    pub(super) async fn in_lost_transaction(
+    pub(crate) async fn in_lost_transaction(
         &mut self,
         stream: &mut ClientStream,
         cmd: u8,
