@@ -25,6 +25,7 @@ pub mod console;
 mod dashboard;
 mod metrics;
 pub mod process;
+mod state;
 pub mod view;
 
 use std::sync::Arc;
@@ -39,19 +40,9 @@ use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::process::{Listeners, Reload, ReloadError};
-use view::{CoreSnapshot, CoreView, Operation};
-
-/// What the admin handlers read.
-pub struct AdminState {
-    pub cores: Vec<Arc<dyn CoreView>>,
-    /// The running endpoints, for their connected clients.
-    pub endpoints: Arc<dyn Listeners>,
-    pub reloader: Arc<dyn Reload>,
-    pub token: Option<zeroize::Zeroizing<String>>,
-    /// Where idle sessions park, if parking is on.
-    pub parking: Option<gatehouse_core::park::ParkingLot>,
-}
+use crate::process::ReloadError;
+pub use crate::state::AdminState;
+use view::{CoreSnapshot, Operation};
 
 /// Serves the admin API on `listener` until `shutdown` turns true.
 pub async fn serve(listener: TcpListener, state: Arc<AdminState>, mut shutdown: watch::Receiver<bool>) {

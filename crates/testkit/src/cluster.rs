@@ -8,31 +8,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::env_file::{self, State};
+use crate::model::{Engine, Options, Role, Server};
 use crate::ports::{free_port, socket_dir};
 use crate::sys::{Tools, random_password};
-use crate::{Engine, Options, Role, Server, env_file, mysql, pg, tls};
+use crate::{mysql, pg, tls};
 
 const ENV_FILE: &str = "cluster.env";
-
-/// Everything `cluster.env` records.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct State {
-    pub dir: PathBuf,
-    pub servers: Vec<Server>,
-    pub pg_password: String,
-    pub mysql_password: String,
-    pub pg_max_connections: u32,
-    pub mysql_max_connections: u32,
-    /// Name of the current PostgreSQL primary (changes on promote).
-    pub pg_primary: Option<String>,
-    /// Name of the current MariaDB primary (changes on promote).
-    pub mysql_primary: Option<String>,
-    /// The TLS files every server uses, when started with [`Options::tls`].
-    pub tls: Option<tls::Files>,
-    /// Where the PostgreSQL binaries are, when not the host's own
-    /// ([`Options::pg_bindir`]).
-    pub pg_bindir: Option<PathBuf>,
-}
 
 /// A set of real database servers under one directory. Dropping it stops
 /// them, unless it was [`detach`](Cluster::detach)ed or

@@ -7,8 +7,28 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cluster::State;
-use crate::{Engine, Role, Server, mysql, pg, tls};
+use crate::model::{Engine, Role, Server};
+use crate::{mysql, pg, tls};
+
+/// Everything `cluster.env` records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct State {
+    pub dir: PathBuf,
+    pub servers: Vec<Server>,
+    pub pg_password: String,
+    pub mysql_password: String,
+    pub pg_max_connections: u32,
+    pub mysql_max_connections: u32,
+    /// Name of the current PostgreSQL primary (changes on promote).
+    pub pg_primary: Option<String>,
+    /// Name of the current MariaDB primary (changes on promote).
+    pub mysql_primary: Option<String>,
+    /// The TLS files every server uses, when started with [`crate::Options::tls`].
+    pub tls: Option<tls::Files>,
+    /// Where the PostgreSQL binaries are, when not the host's own
+    /// ([`crate::Options::pg_bindir`]).
+    pub pg_bindir: Option<PathBuf>,
+}
 
 /// Quote a value for POSIX sh: bare if harmless, else single-quoted.
 pub(crate) fn quote(value: &str) -> String {

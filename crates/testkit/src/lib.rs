@@ -2,7 +2,7 @@
 //! and MariaDB (primary + GTID binlog replicas) servers on free loopback
 //! ports under a directory, for integration tests and shell scripts.
 //!
-//! This module owns the public value types; [`Cluster`] lives in
+//! The public value types are `model.rs`'s; [`Cluster`] lives in
 //! `cluster.rs`, engine specifics in `pg.rs` / `mysql.rs`, the
 //! shell-sourceable `cluster.env` format in `env_file.rs`, the certificates
 //! of a TLS-enabled cluster in `tls.rs`; `trials` runs a test binary's cases
@@ -15,6 +15,7 @@ mod cluster;
 mod env_file;
 pub mod faults;
 pub mod http;
+mod model;
 mod mysql;
 mod ops;
 mod pg;
@@ -23,106 +24,6 @@ mod sys;
 mod tls;
 pub mod trials;
 
-use std::fmt;
-use std::path::PathBuf;
-
 pub use cluster::Cluster;
+pub use model::{Engine, Options, Role, Server};
 pub use tls::CLIENT_CN as TLS_CLIENT_CN;
-
-/// Which database engine a server runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Engine {
-    Postgres,
-    Mysql,
-}
-
-/// Replication role of a server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    Primary,
-    Replica,
-}
-
-/// One running (or stopped) database server of a [`Cluster`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Server {
-    /// "pg0", "pg1", ... or "my0", "my1", ...
-    pub name: String,
-    pub engine: Engine,
-    /// Always "127.0.0.1".
-    pub host: String,
-    pub port: u16,
-    pub role: Role,
-    /// The server's own directory (data dir, log and socket live below it).
-    pub dir: PathBuf,
-}
-
-impl Server {
-    /// "127.0.0.1:PORT".
-    pub fn addr(&self) -> String {
-        format!("{}:{}", self.host, self.port)
-    }
-}
-
-/// What [`Cluster::up`] starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Options {
-    pub pg: bool,
-    pub pg_replicas: usize,
-    pub pg_max_connections: u32,
-    pub mysql: bool,
-    pub mysql_replicas: usize,
-    pub mysql_max_connections: u32,
-    /// Start every server with TLS enabled (plain connections still work),
-    /// with a certificate from a CA generated for the cluster; see
-    /// [`Cluster::tls_ca`].
-    pub tls: bool,
-    /// PostgreSQL binaries other than the host's (a newer server, say);
-    /// `None`: `GH_PG_BINDIR` or the installed PostgreSQL 15.
-    pub pg_bindir: Option<std::path::PathBuf>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            pg: true,
-            pg_replicas: 0,
-            pg_max_connections: 200,
-            mysql: false,
-            mysql_replicas: 0,
-            mysql_max_connections: 200,
-            tls: false,
-            pg_bindir: None,
-        }
-    }
-}
-
-impl Engine {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Postgres => "postgres",
-            Engine::Mysql => "mysql",
-        }
-    }
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Primary => "primary",
-            Role::Replica => "replica",
-        }
-    }
-}
-
-impl fmt::Display for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}

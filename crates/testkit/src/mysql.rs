@@ -13,12 +13,12 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::model::{Role, Server};
 use crate::ports::socket_dir;
 use crate::sys::{
     Check, Tools, find_bin, pid_alive, pid_state, read_pid, run, signal, stop_or_continue, tail, wait_dead, wait_for,
 };
 use crate::tls::Files;
-use crate::{Role, Server};
 
 pub(crate) const USER: &str = "root";
 const REPL_USER: &str = "repl";

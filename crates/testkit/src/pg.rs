@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::Server;
+use crate::model::Server;
 use crate::ports::socket_dir;
 use crate::sys::{
     Check, Tools, children_of, pid_alive, pid_state, read_pid, run, signal, stop_or_continue, tail, wait_dead, wait_for,

@@ -5,8 +5,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use super::AdminState;
 use super::labels::{DigestLabels, RuleLabels};
+use crate::state::AdminState;
 
 /// Digests exported per engine (the heaviest): the admin API lists them all.
 const DIGESTS_IN_METRICS: usize = 50;

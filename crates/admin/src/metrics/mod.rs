@@ -22,8 +22,8 @@ use self::labels::{
     BackendLabels, ClusterLabels, EndpointLabels, EngineLabels, ErrorLabels, PinLabels, PoolLabels, ResultLabels,
     RoutedLabels,
 };
-use super::AdminState;
 use super::view::CoreSnapshot;
+use crate::state::AdminState;
 
 /// The content type of what [`render`] returns: the encoder writes
 /// OpenMetrics 1.0 text (counters' `_total`, `# UNIT`, a final `# EOF`).

@@ -12,12 +12,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
+use super::gauge;
 use super::histogram::Histograms;
 use super::labels::{
     EngineEndpointLabels, LoginFailureLabels, LoginLabels, ServerLabels, ServerPhaseLabels, ServerStateLabels,
     TenantLabels,
 };
-use super::{AdminState, gauge};
+use crate::state::AdminState;
 use crate::view::{CoreSnapshot, Traffic};
 use gatehouse_core::pool::Phase;
 
