@@ -28,6 +28,14 @@
 # disable = text queries), GH_WORKER_THREADS (the proxy's, 1).
 # Targets of the issue: oltp_read_only through Gatehouse >= 0.8x direct at 64
 # and 256 threads; the connect loop >= 3x direct.
+#
+# Build against build (the MySQL half of bench/build-ab.sh): with
+# GH_BASELINE_BIN set to another build of gatehouse (say, the commit before
+# a change), a second Gatehouse runs it with the same configuration in
+# front of the same MariaDB, a third target (direct base gatehouse, in that
+# order within each round), and the report adds this/base ratios of
+# throughput and of the proxy's CPU per query:
+#   GH_BASELINE_BIN=/tmp/base/target/release/gatehouse BENCH_WORKLOADS=point_select bench/mysql.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -48,6 +56,11 @@ PS_MODE=${BENCH_PS_MODE:-auto}
 WARMUP=${BENCH_WARMUP:-2}
 MAX_CONNECTIONS=400
 TARGETS=(direct gatehouse)
+BASE_BIN=${GH_BASELINE_BIN:-}
+if [ -n "$BASE_BIN" ]; then
+  [ -x "$BASE_BIN" ] || { echo "GH_BASELINE_BIN=$BASE_BIN is not an executable" >&2; exit 2; }
+  TARGETS=(direct base gatehouse)
+fi
 DIR="$PWD/.bench/mysql"
 rm -rf "$DIR"
 mkdir -p "$DIR/runs"
@@ -55,6 +68,7 @@ started=$SECONDS
 
 cleanup() {
   [ -n "${GH_PROXY_PID:-}" ] && kill "$GH_PROXY_PID" 2>/dev/null
+  [ -n "${BASE_PID:-}" ] && kill "$BASE_PID" 2>/dev/null
   [ -n "${TESTKIT:-}" ] && "$TESTKIT" down --dir "$DIR/cluster" >/dev/null 2>&1
   return 0
 }
@@ -89,6 +103,12 @@ SB_COMMON=(--mysql-host=127.0.0.1 --mysql-db="$BENCH_DB" --mysql-ssl=off --table
   --table-size="$TABLE_SIZE" --db-ps-mode="$PS_MODE" --report-interval=0)
 log "starting MariaDB (max_connections $MAX_CONNECTIONS), loading $TABLES x $TABLE_SIZE rows, starting Gatehouse (pool $POOL, transaction mode)"
 mysql_cluster_up "$DIR/cluster"
+if [ -n "$BASE_BIN" ]; then
+  mkdir -p "$DIR/base"
+  GATEHOUSE=$BASE_BIN start_gatehouse "$DIR/base" "$POOL" transaction mysql
+  BASE_PID=$GH_PROXY_PID BASE_PORT=$GH_PROXY_PORT
+  log "baseline Gatehouse ($BASE_BIN) on port $BASE_PORT"
+fi
 start_gatehouse "$DIR" "$POOL" transaction mysql
 MARIADB_VERSION=$("$TESTKIT" sql --dir "$DIR/cluster" "$GH_MYSQL_PRIMARY" "SELECT VERSION()")
 log "MariaDB $MARIADB_VERSION, $(sysbench --version)"
@@ -99,6 +119,7 @@ target_of() {
   case $1 in
     direct) port=$GH_MYSQL_PRIMARY_PORT user=$BENCH_OWNER pw=$BENCH_OWNER_PW pid= ;;
     gatehouse) port=$GH_PROXY_PORT user=$BENCH_TENANT pw=$BENCH_TENANT_PW pid=$GH_PROXY_PID ;;
+    base) port=$BASE_PORT user=$BENCH_TENANT pw=$BENCH_TENANT_PW pid=$BASE_PID ;;
   esac
 }
 
@@ -214,6 +235,20 @@ report() {
   done
   echo "(other: CPU charged to no process, e.g. loopback softirq work that a proxy hop doubles, plus any other process on the machine)"
   echo
+  if [ -n "$BASE_BIN" ]; then
+    echo "Build against build: base = $BASE_BIN"
+    echo "                     this = $GATEHOUSE"
+    printf '%-12s %7s | %9s %9s %6s | %8s %8s %6s\n' workload threads "QPS base" "QPS this" ratio "CPU base" "CPU this" ratio
+    for cell in "${cells[@]}"; do
+      read -r w t <<<"$cell"
+      local qb qt cb ct
+      qb=$(mean_of "$w" "$t" base 8 "%.0f") qt=$(mean_of "$w" "$t" gatehouse 8 "%.0f")
+      cb=$(mean_of "$w" "$t" base 12 "%.4f") ct=$(mean_of "$w" "$t" gatehouse 12 "%.4f")
+      printf '%-12s %7s | %9s %9s %6s | %8s %8s %6s\n' "$w" "$t" "$qb" "$qt" "$(rat "$qt" "$qb")" "$cb" "$ct" "$(rat "$ct" "$cb")"
+    done
+    echo "(CPU: the proxy's seconds per 1,000 queries; ratios this/base)"
+    echo
+  fi
   echo "total time $((SECONDS - started)) s; raw runs: $results, sysbench output in $DIR/runs/, proxy log $DIR/gatehouse.log"
 }
 report | tee "$DIR/report.txt"

@@ -10,7 +10,7 @@ use gatehouse_proto_mysql::consts::*;
 /// these, so replies pass through unchanged. `CLIENT_LOCAL_FILES`: every
 /// backend connection may be asked for a file (`LOAD DATA LOCAL INFILE`);
 /// the request reaches only clients that offered it too, the others'
-/// server gets an empty file ([`relay`](self::relay)). Left out on
+/// server gets an empty file ([`relay`](crate::relay)). Left out on
 /// purpose: `CLIENT_DEPRECATE_EOF` (every reply keeps its EOF packets,
 /// whichever client reads it), `CLIENT_SESSION_TRACK`, compression, query
 /// attributes and MariaDB's extended capabilities (but see
@@ -36,7 +36,7 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
 /// and `CLIENT_INTERACTIVE` (`wait_timeout` is `interactive_timeout`).
 /// Clients are offered them; a client that asks for any leases from the
 /// pool of backend connections opened with the same ones
-/// ([`session_caps_startup`], [`pool_for_caps`]). Where a backend's share
+/// ([`session_caps_startup`], [`pool_for_caps`](crate::session::pool_for_caps)). Where a backend's share
 /// is full and only connections of another kind are idle, one of them is
 /// closed and its place goes to the waiting lease (`pool::idle`).
 pub const SESSION_CAPS: u32 = CLIENT_FOUND_ROWS | CLIENT_IGNORE_SPACE | CLIENT_INTERACTIVE;

@@ -29,7 +29,7 @@ struct Established {
 }
 
 /// The pool a session whose client asked for the capabilities `word`
-/// ([`session_word`]) leases from, given the pool admission chose: `pool`
+/// ([`session_word`](crate::caps::session_word)) leases from, given the pool admission chose: `pool`
 /// itself, or the pool beside it of backend connections opened with the
 /// same ones.
 pub fn pool_for_caps(

@@ -4,7 +4,7 @@
 //! command tag), which each engine writes in its own protocol (PostgreSQL
 //! RowDescription/DataRow, MySQL result sets). The commands are carried out
 //! by whatever implements [`Commands`] (the app's, over every engine's core:
-//! `crate::admin::console`), so the sessions below it never see the app.
+//! `gatehouse_admin::console`), so the sessions below it never see the app.
 //!
 //! Operators reach it as the database named `[console] database` (default
 //! `gatehouse`) on any endpoint, logging in as a tenant listed in

@@ -6,7 +6,7 @@
 //! probed at once, removed ones are unlisted (their pools retired, their
 //! monitor stopped), and kept ones take their new backends, health policy,
 //! hold, weights and pool settings while sessions run on them. Endpoints
-//! (listeners) are the app's ([`crate::endpoints`]).
+//! (listeners) are the binary's (`gatehouse::endpoints`).
 //!
 //! The configuration was validated before any of this runs; nothing here
 //! can fail half-way.
