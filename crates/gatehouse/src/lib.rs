@@ -1,6 +1,13 @@
 //! Gatehouse: a database proxy for PostgreSQL (and, through the same core,
 //! MySQL/MariaDB). The library exposes [`App`] and [`run`] so a binary, a
 //! test or a benchmark can start any number of proxies in one process.
+//!
+//! This is the top layer, the binary's: the app that builds one core per
+//! engine and the admin API over them, the endpoints' listeners, reload,
+//! the restart hand-over (`upgrade`), logging and the CLI. It may use
+//! every layer below (settings, core, the engines, admin), and re-exports
+//! them where the proxy's paths have always named them; no crate of the
+//! workspace but the tools and tests may import it.
 #![forbid(unsafe_code)]
 
 pub mod app;
