@@ -310,6 +310,25 @@ sysbench_detail() {
     }' "$outfile"
 }
 
+# mysql_cluster_up DIR MAX_CONNECTIONS: a MariaDB primary with the bench
+# owner and database, sysbench's tables loaded directly (the caller's
+# SB_COMMON and TABLES; its log in $DIR/prepare.log). Sets the GH_MYSQL_*
+# and GH_MY0_* variables (cluster.env) and MY_PID (mariadbd).
+mysql_cluster_up() {
+  local dir=$1 max_connections=$2
+  "$TESTKIT" down --dir "$dir" >/dev/null 2>&1 || true
+  "$TESTKIT" up --dir "$dir" --no-pg --mysql --mysql-max-connections "$max_connections" >/dev/null
+  # shellcheck disable=SC1091
+  source "$dir/cluster.env"
+  "$TESTKIT" sql --dir "$dir" "$GH_MYSQL_PRIMARY" \
+    "CREATE USER '$BENCH_OWNER'@'%' IDENTIFIED BY '$BENCH_OWNER_PW'; CREATE DATABASE $BENCH_DB; \
+     GRANT ALL ON $BENCH_DB.* TO '$BENCH_OWNER'@'%';" >/dev/null
+  MY_PID=$(cat "$GH_MY0_DIR/mariadbd.pid")
+  sysbench oltp_read_only "${SB_COMMON[@]}" --mysql-port="$GH_MYSQL_PRIMARY_PORT" \
+    --mysql-user="$BENCH_OWNER" --mysql-password="$BENCH_OWNER_PW" --threads="$TABLES" prepare \
+    >"$DIR/prepare.log" 2>&1 || { cat "$DIR/prepare.log" >&2; return 1; }
+}
+
 # machine_cpu_seconds: CPU seconds all cores have spent busy (user, nice,
 # system, irq, softirq, steal) since boot, from /proc/stat.
 machine_cpu_seconds() {

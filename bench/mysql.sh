@@ -81,28 +81,10 @@ for w in "${WORKLOADS[@]}"; do
   esac
 done
 
-# mysql_cluster_up DIR: a MariaDB primary with the bench owner and database,
-# sysbench's tables loaded directly. Sets the GH_MYSQL_* and GH_MY0_*
-# variables (cluster.env) and MY_PID (mariadbd).
-mysql_cluster_up() {
-  local dir=$1
-  "$TESTKIT" down --dir "$dir" >/dev/null 2>&1 || true
-  "$TESTKIT" up --dir "$dir" --no-pg --mysql --mysql-max-connections "$MAX_CONNECTIONS" >/dev/null
-  # shellcheck disable=SC1091
-  source "$dir/cluster.env"
-  "$TESTKIT" sql --dir "$dir" "$GH_MYSQL_PRIMARY" \
-    "CREATE USER '$BENCH_OWNER'@'%' IDENTIFIED BY '$BENCH_OWNER_PW'; CREATE DATABASE $BENCH_DB; \
-     GRANT ALL ON $BENCH_DB.* TO '$BENCH_OWNER'@'%';" >/dev/null
-  MY_PID=$(cat "$GH_MY0_DIR/mariadbd.pid")
-  sysbench oltp_read_only "${SB_COMMON[@]}" --mysql-port="$GH_MYSQL_PRIMARY_PORT" \
-    --mysql-user="$BENCH_OWNER" --mysql-password="$BENCH_OWNER_PW" --threads="$TABLES" prepare \
-    >"$DIR/prepare.log" 2>&1 || { cat "$DIR/prepare.log" >&2; return 1; }
-}
-
 SB_COMMON=(--mysql-host=127.0.0.1 --mysql-db="$BENCH_DB" --mysql-ssl=off --tables="$TABLES"
   --table-size="$TABLE_SIZE" --db-ps-mode="$PS_MODE" --report-interval=0)
 log "starting MariaDB (max_connections $MAX_CONNECTIONS), loading $TABLES x $TABLE_SIZE rows, starting Gatehouse (pool $POOL, transaction mode)"
-mysql_cluster_up "$DIR/cluster"
+mysql_cluster_up "$DIR/cluster" "$MAX_CONNECTIONS"
 if [ -n "$BASE_BIN" ]; then
   mkdir -p "$DIR/base"
   GATEHOUSE=$BASE_BIN start_gatehouse "$DIR/base" "$POOL" transaction mysql
