@@ -36,7 +36,7 @@ pub const RELAY_CAPS: u32 = CLIENT_LONG_PASSWORD
 /// and `CLIENT_INTERACTIVE` (`wait_timeout` is `interactive_timeout`).
 /// Clients are offered them; a client that asks for any leases from the
 /// pool of backend connections opened with the same ones
-/// ([`session_caps_startup`], [`pool_for_caps`](crate::session::pool_for_caps)). Where a backend's share
+/// ([`session_caps_startup`], `session::pool_for_caps`). Where a backend's share
 /// is full and only connections of another kind are idle, one of them is
 /// closed and its place goes to the waiting lease (`pool::idle`).
 pub const SESSION_CAPS: u32 = CLIENT_FOUND_ROWS | CLIENT_IGNORE_SPACE | CLIENT_INTERACTIVE;

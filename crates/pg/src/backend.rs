@@ -28,7 +28,7 @@ const CONTROL_MESSAGE_LIMIT: usize = 1024 * 1024;
 /// Data rows of a control query: columns as raw text, `None` for NULL.
 pub(crate) type Rows = Vec<Vec<Option<Vec<u8>>>>;
 
-/// Values of the tracked parameters ([`crate::tracked::TRACKED`]), in
+/// Values of the tracked parameters (`tracked::TRACKED`), in
 /// that order; shared, since most sessions and connections hold the same
 /// (default) values.
 pub type TrackedValues = Arc<Vec<String>>;

@@ -2,7 +2,7 @@
 //! probing, never configured), whether it is up, its replication lag and
 //! position, the leases outstanding on it, and which backend is the
 //! cluster's elected writer. Routers read it at every lease
-//! ([`crate::router`]); the monitor ([`crate::core::monitor`]) writes it; changes are
+//! ([`crate::router`]); the monitor (`core::monitor`) writes it; changes are
 //! published on a watch channel so sessions waiting for a writer wake the
 //! moment one appears.
 //!

@@ -1,6 +1,6 @@
 //! `[[rules]]` as the TOML file spells them, before [`super::compile`]
 //! checks them against the endpoints and clusters (the rest of the file's
-//! raw form is [`crate::config::raw`]'s, which re-exports these).
+//! raw form is `config::raw`'s, which re-exports these).
 
 use std::fmt;
 use std::time::Duration;
