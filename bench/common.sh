@@ -65,7 +65,9 @@ pg_replicas_caught_up() {
 # GH_PROXY_PID and GH_PROXY_PORT. GH_MAX_CLIENTS: the endpoint's
 # max_client_connections (20,000); GH_CLUSTER_TOML: lines added to the
 # cluster's table; GH_ENDPOINT_TOML: lines added to the endpoint's table
-# (say, its tls); GH_EXTRA_TOML: sections added at the end.
+# (say, its tls); GH_EXTRA_TOML: sections added at the end; GH_PROXY_WRAP:
+# a command the proxy runs under (say, valgrind and its options; split on
+# spaces, the proxy's pid is still GH_PROXY_PID when the command execs it).
 start_gatehouse() {
   local dir=$1 pool=$2 mode=$3 engine=${4:-postgres}
   GH_PROXY_PORT=$(free_port)
@@ -117,7 +119,9 @@ password = "$monitor_pw"
 ${GH_EXTRA_TOML:-}
 TOML
   "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
-  "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &
+  local wrap=()
+  read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
+  "${wrap[@]}" "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &
   GH_PROXY_PID=$!
   wait_port 127.0.0.1 "$GH_PROXY_PORT"
 }
@@ -125,7 +129,8 @@ TOML
 # start_pgbouncer DIR POOL_SIZE MODE: PgBouncer (Debian package) with the
 # same pool size and mode, SCRAM to clients like Gatehouse. It refuses to run
 # as root, so it runs as the postgres user. Sets PGB_PID and PGB_PORT.
-# GH_PGBOUNCER_INI: lines added to its [pgbouncer] section.
+# GH_PGBOUNCER_INI: lines added to its [pgbouncer] section; GH_PROXY_WRAP
+# as for start_gatehouse.
 start_pgbouncer() {
   local dir=$1 pool=$2 mode=$3
   PGB_PORT=$(free_port)
@@ -152,7 +157,9 @@ log_connections = 0
 log_disconnections = 0
 ${GH_PGBOUNCER_INI:-}
 INI
-  local run=(pgbouncer "$pdir/pgbouncer.ini")
+  local run=() wrap=()
+  read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
+  run=("${wrap[@]}" pgbouncer "$pdir/pgbouncer.ini")
   if [ "$(id -u)" -eq 0 ]; then
     chown -R postgres "$pdir"
     run=(runuser -u postgres -- "${run[@]}")

@@ -224,6 +224,40 @@ impl<E: Engine> Core<E> {
         })
     }
 
+    /// [`Core::lease`]'s common case, without a future: the backend chosen
+    /// is the one the session's last pool is on, and that pool lends at
+    /// once ([`Pool::try_lease`]: a free place, a usable idle connection).
+    /// `None`: nothing was taken, and [`Core::lease`] does the rest. (Its
+    /// choice is made again: among tied replicas the turn moves twice for
+    /// such a lease, which happens only when a pool that had an idle
+    /// connection could not lend it.)
+    pub fn lease_now(
+        &self,
+        endpoint: &EndpointSettings,
+        pool: &Arc<Pool<E>>,
+        cap: Option<&TenantCap>,
+        intent: Intent<'_>,
+    ) -> Option<Lease<E>> {
+        if !pool.has_idle() || matches!(intent, Intent::Ruled(RouteTo::Cluster(_))) {
+            return None;
+        }
+        let state = self.cluster_state(endpoint).ok()?;
+        let current: &Pool<E> = pool;
+        let warm = |b: &BackendState| current.key().backend == b.addr;
+        let choice = state.choose_warm(endpoint, intent, &warm)?;
+        // A read after the client's write goes on in `lease` (the replica
+        // is asked how far it is).
+        if choice.why == Why::WriterReadYourWrites
+            || pool.key().backend != choice.backend.addr
+            || pool.key().cluster != state.name
+        {
+            return None;
+        }
+        let lease = still_routable(&state, endpoint, &choice.backend, pool.try_lease(cap)?)?;
+        state.routed(&choice);
+        Some(lease)
+    }
+
     /// Routes one lease for a session of `endpoint` whose last pool is
     /// `pool` (replaced by the pool it is routed to), and borrows it, with
     /// the tenant's cap `cap` if any; `intent` is what a split endpoint's

@@ -79,10 +79,10 @@ impl Session {
     /// Reads one command (waiting as long as the idle rules allow) and runs
     /// it; `End` when the session is over without an error to send.
     async fn command(&mut self, stream: &mut ClientStream, buf: &mut BytesMut) -> Result<Next, Fatal> {
-        let max = self.core.settings().proxy.max_message_bytes;
+        let proxy = &self.view.current(&self.core).settings().proxy;
+        let (max, half_sent) = (proxy.max_message_bytes, proxy.client_message_timeout);
         let core = self.core.clone();
         let shutdown = &core.shutdown;
-        let half_sent = self.core.settings().proxy.client_message_timeout;
         // Raised by another session's `KILL [CONNECTION]` (see [`super::kill`]).
         let slot = self.cancel.slot.clone();
         {

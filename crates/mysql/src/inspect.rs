@@ -19,10 +19,11 @@ use gatehouse_settings::rules::Verdict;
 impl Session {
     /// What the session's rules decide for `sql` (in its dialect).
     pub(super) fn rules(&mut self, sql: &str) -> Option<Verdict> {
-        let settings = self.core.settings();
-        if !self.inspect.has_rules(&settings) {
+        let settings = self.view.current(&self.core).settings();
+        if !self.inspect.has_rules(settings) {
             return None;
         }
+        let settings = settings.clone();
         let dialect = self.dialect();
         let reader = gatehouse_settings::rules::Reader {
             digest: &|text| my_sql::digest(text, dialect),
@@ -41,7 +42,7 @@ impl Session {
         sql: &str,
         timeout: Option<std::time::Duration>,
     ) -> Result<Option<Done>, Fatal> {
-        let followed = self.core.digests.load().is_some() || timeout.is_some();
+        let followed = self.view.digests() || timeout.is_some();
         if !followed {
             let done = self.forward(stream, payload).await;
             self.ruled = None;

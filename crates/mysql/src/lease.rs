@@ -85,7 +85,6 @@ impl Session {
     pub async fn conn(&mut self) -> Result<&mut MyConn, ProxyError> {
         self.leave_read_lease().await;
         if self.lease.is_none() {
-            let began = std::time::Instant::now();
             // What a split session is told of the lease (nothing when a
             // rule sends it to a named backend or another cluster).
             let told = match &self.ruled {
@@ -100,22 +99,29 @@ impl Session {
                 (None, Some(split)) => split.intent(self.decision),
                 (None, None) => gatehouse_core::topology::Intent::Write,
             };
-            let routed = self
-                .core
-                .lease(&self.endpoint, &mut self.pool, self.cap.as_ref(), intent);
-            let waited = self.cancel.slot.unless_cancelled(routed).await;
             let interrupted = || ProxyError::new(Condition::Canceled, "Query execution was interrupted");
-            let mut lease = match waited {
-                LeaseWait::Done(Ok(lease)) => {
-                    self.inspect.leased();
-                    lease
+            // Usually a connection is lent at once: no wait, no clock read.
+            let now = self
+                .core
+                .lease_now(&self.endpoint, &self.pool, self.cap.as_ref(), intent);
+            let (mut lease, began) = match now {
+                Some(lease) => (lease, None),
+                None => {
+                    let began = std::time::Instant::now();
+                    let routed = self
+                        .core
+                        .lease(&self.endpoint, &mut self.pool, self.cap.as_ref(), intent);
+                    match self.cancel.slot.unless_cancelled(routed).await {
+                        LeaseWait::Done(Ok(lease)) => (lease, Some(began)),
+                        LeaseWait::Done(Err(e)) => {
+                            self.cancel.slot.set(None);
+                            return Err(e);
+                        }
+                        LeaseWait::Cancelled => return Err(interrupted()),
+                    }
                 }
-                LeaseWait::Done(Err(e)) => {
-                    self.cancel.slot.set(None);
-                    return Err(e);
-                }
-                LeaseWait::Cancelled => return Err(interrupted()),
             };
+            self.inspect.leased();
             if !self.cancel.slot.publish(Some(lease.conn().cancel.clone())) {
                 // A KILL QUERY came as the connection was handed over.
                 lease.recycle();
@@ -126,7 +132,7 @@ impl Session {
                 split.leased(d, self.endpoint.read_your_writes);
             }
             self.lease = Some(lease);
-            self.lease_wait = began.elapsed();
+            self.lease_wait = began.map_or(std::time::Duration::ZERO, |b| b.elapsed());
             self.inspect.meter().lease_waited(self.lease_wait);
             self.carry.lease_changed();
             self.lid_lease_started(lid);

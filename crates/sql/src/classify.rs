@@ -50,7 +50,7 @@ fn classify_inner(stmt: &str, allow_explain: bool) -> Effect {
     kw.make_ascii_lowercase();
     let kw: &[u8] = kw;
 
-    let hits = prefilter(stmt.as_bytes());
+    let hits = prefilter(stmt, matches!(kw, b"select" | b"with" | b"values"));
     let simple = match kw {
         b"select" if hits.functions => simple_set_config(cur.clone(), parens),
         _ => None,

@@ -26,19 +26,23 @@ pub(crate) struct Prefilter {
     pub(crate) into: bool,
 }
 
-/// One pass over `hay` looking for the substrings that make a token-level
-/// look worthwhile.
-pub(crate) fn prefilter(hay: &[u8]) -> Prefilter {
+/// Whether `stmt` holds the substrings that make a token-level look
+/// worthwhile, in one pass that stops only at an underscore (both function
+/// names hold one) and, when `wants_into` (the statements that can be
+/// `SELECT ... INTO`), at an `i`.
+pub(crate) fn prefilter(stmt: &str, wants_into: bool) -> Prefilter {
+    let hay = stmt.as_bytes();
     let mut hits = Prefilter::default();
-    for i in 0..hay.len() {
-        match hay[i] | 0x20 {
-            b'a' => hits.functions |= starts_with_ci(&hay[i..], b"advisory_lock"),
-            b's' => hits.functions |= starts_with_ci(&hay[i..], b"set_config"),
-            b'i' => hits.into |= starts_with_ci(&hay[i..], b"into"),
-            _ => continue,
-        }
-        if hits.functions && hits.into {
-            break;
+    for (i, &b) in hay.iter().enumerate() {
+        if b == b'_' {
+            // "advisory_lock" has its underscore at 8, "set_config" at 3.
+            hits.functions |= i
+                .checked_sub(8)
+                .is_some_and(|s| starts_with_ci(&hay[s..], b"advisory_lock"))
+                || i.checked_sub(3)
+                    .is_some_and(|s| starts_with_ci(&hay[s..], b"set_config"));
+        } else if wants_into && b | 0x20 == b'i' {
+            hits.into |= starts_with_ci(&hay[i..], b"into");
         }
     }
     hits
@@ -139,4 +143,40 @@ fn string_body(text: &str) -> &str {
     let inner = text.strip_prefix(['e', 'E']).unwrap_or(text);
     let inner = inner.strip_prefix('\'').unwrap_or(inner);
     inner.strip_suffix('\'').unwrap_or(inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What the prefilter must find: every byte position tried.
+    fn naive(stmt: &str) -> (bool, bool) {
+        let hay = stmt.as_bytes();
+        let at = |i: usize, n: &[u8]| starts_with_ci(&hay[i..], n);
+        let functions = (0..hay.len()).any(|i| at(i, b"advisory_lock") || at(i, b"set_config"));
+        let into = (0..hay.len()).any(|i| at(i, b"into"));
+        (functions, into)
+    }
+
+    proptest! {
+        #[test]
+        fn the_prefilter_finds_what_a_search_from_every_byte_finds(
+            stmt in "([ _a-zA-Z(]|SET_CONFIG|set_config|Advisory_Lock|advisory_|_lock|INTO|into|ïnto){0,12}",
+        ) {
+            let hits = prefilter(&stmt, true);
+            prop_assert_eq!((hits.functions, hits.into), naive(&stmt));
+            prop_assert!(!prefilter(&stmt, false).into);
+        }
+    }
+
+    #[test]
+    fn the_prefilter_finds_names_at_the_very_start_and_end() {
+        assert!(prefilter("advisory_lock", false).functions);
+        assert!(prefilter("set_config", false).functions);
+        assert!(prefilter("select pg_advisory_lock(1)", false).functions);
+        assert!(!prefilter("select pg_advisory_unlock(1)", false).functions);
+        assert!(!prefilter("dvisory_lock _config et_config", false).functions);
+        assert!(prefilter("select 1 into", true).into);
+    }
 }

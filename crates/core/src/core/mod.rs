@@ -8,6 +8,7 @@ pub mod operate;
 mod reload;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 
@@ -59,6 +60,39 @@ pub struct Core<E: Engine> {
     pub console: std::sync::OnceLock<std::sync::Weak<dyn crate::console::Commands>>,
     /// Endpoints the console's `DISABLE` closed to new logins, by name.
     pub disabled: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Moves on after each reload has stored what it changed: a session's
+    /// [`SettingsView`] is taken again only then.
+    reloads: AtomicU64,
+}
+
+/// What a session's transactions read of the configuration: the settings
+/// and whether digest statistics are on, kept by the session and taken
+/// again only after a reload ([`SettingsView::current`]: one atomic load
+/// per look, where loading the settings and the digest store each time
+/// costs an `ArcSwap` load apiece).
+pub struct SettingsView {
+    seen: u64,
+    settings: Arc<Settings>,
+    digests: bool,
+}
+
+impl SettingsView {
+    /// The view, taken again from `core` first if a reload came since.
+    pub fn current<E: Engine>(&mut self, core: &Core<E>) -> &Self {
+        if core.reloads.load(Ordering::Acquire) != self.seen {
+            *self = core.settings_view();
+        }
+        self
+    }
+
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
+    /// Whether digest statistics are on (as of the last look).
+    pub fn digests(&self) -> bool {
+        self.digests
+    }
 }
 
 impl<E: Engine> Core<E> {
@@ -76,6 +110,17 @@ impl<E: Engine> Core<E> {
     /// The configuration now, for a quick look (not to hold across an await).
     pub fn settings(&self) -> arc_swap::Guard<Arc<Settings>> {
         self.settings.load()
+    }
+
+    /// The configuration now as a session keeps it ([`SettingsView`]).
+    pub fn settings_view(&self) -> SettingsView {
+        // The count first: a view taken during a reload is taken again.
+        let seen = self.reloads.load(Ordering::Acquire);
+        SettingsView {
+            seen,
+            settings: self.settings.load_full(),
+            digests: self.digests.load().is_some(),
+        }
     }
 
     /// The configuration now, to hold.
@@ -163,6 +208,7 @@ impl<E: Engine> Core<E> {
             digests: arc_swap::ArcSwapOption::new(digest_store(&settings)),
             console: std::sync::OnceLock::new(),
             disabled: Default::default(),
+            reloads: AtomicU64::new(0),
             engine: Arc::new(engine),
             settings: ArcSwap::new(settings),
             auth_mock_seed: rand::random(),

@@ -55,6 +55,8 @@ impl<E: Engine> Core<E> {
             self.digests.store(super::digest_store(settings));
         }
         self.settings.store(settings.clone());
+        // Sessions take their views again from here on (after the stores).
+        self.reloads.fetch_add(1, std::sync::atomic::Ordering::Release);
         tracing::info!(engine = E::NAME, tenants = settings.tenants.len(), applied = ?report.applied, not_applied = ?report.not_applied, "tenants, secrets and topology reloaded");
         report
     }

@@ -265,7 +265,7 @@ impl<E: Engine> Pool<E> {
     /// closed.
     pub(super) async fn adopt(&self, handed: Handed<E>) -> Option<Box<Pooled<E::Conn>>> {
         let Handed { from, mut pooled } = handed;
-        if from.expired(&pooled, Instant::now()) || !self.engine.is_usable(&mut pooled.conn) {
+        if from.expired(&pooled, &mut None) || !self.engine.is_usable(&mut pooled.conn) {
             return None;
         }
         if std::ptr::eq(from.as_ref(), self) {

@@ -281,11 +281,18 @@ impl<E: Engine> Pool<E> {
         true
     }
 
-    fn expired(&self, p: &Pooled<E::Conn>, now: Instant) -> bool {
+    /// Whether `p` may not be used again: opened with older credentials,
+    /// or past its lifetime or idle timeout. `now` is read once, when a
+    /// timeout needs it, and kept for the caller's next look.
+    fn expired(&self, p: &Pooled<E::Conn>, now: &mut Option<Instant>) -> bool {
         if p.generation != self.generation() {
             return true;
         }
         let cluster = self.cluster.load();
+        if cluster.server_lifetime.is_none() && cluster.server_idle_timeout.is_none() {
+            return false;
+        }
+        let now = *now.get_or_insert_with(Instant::now);
         cluster
             .server_lifetime
             .is_some_and(|l| now.duration_since(p.created) >= l)
@@ -349,6 +356,40 @@ impl<E: Engine> Pool<E> {
         }
     }
 
+    /// A lease without waiting, when one is to be had at once: a place is
+    /// free in the pool (and in the tenant's cap, if any) and an idle
+    /// connection is usable. `None` otherwise, having taken nothing (an
+    /// idle connection found expired or unusable is closed, as
+    /// [`Pool::lease_for`] would). The common case of a pooled
+    /// transaction, with no future, no timer and no clock read beyond the
+    /// idle connections' expiry.
+    pub fn try_lease(self: &Arc<Self>, cap: Option<&TenantCap>) -> Option<Lease<E>> {
+        if !self.has_idle() {
+            return None;
+        }
+        let tenant = match cap {
+            Some(cap) => Some(cap.slots.semaphore().clone().try_acquire_owned().ok()?),
+            None => None,
+        };
+        let permit = self.permits.semaphore().clone().try_acquire_owned().ok()?;
+        let p = self.pop_usable()?;
+        let mut lease = self.lent(p, permit);
+        lease._tenant = tenant;
+        Some(lease)
+    }
+
+    /// An idle connection neither expired nor unusable, closing those that
+    /// are.
+    fn pop_usable(&self) -> Option<Box<Pooled<E::Conn>>> {
+        let mut now = None;
+        while let Some(mut p) = self.pop_idle() {
+            if !self.expired(&p, &mut now) && self.engine.is_usable(&mut p.conn) {
+                return Some(p);
+            }
+        }
+        None
+    }
+
     async fn lease_until(self: &Arc<Self>, deadline: tokio::time::Instant) -> Result<Lease<E>, ProxyError> {
         let permit = self
             .wait_slot(self.permits.semaphore(), deadline, || {
@@ -360,11 +401,8 @@ impl<E: Engine> Pool<E> {
                 )
             })
             .await?;
-        let now = Instant::now();
-        while let Some(mut p) = self.pop_idle() {
-            if !self.expired(&p, now) && self.engine.is_usable(&mut p.conn) {
-                return Ok(self.lent(p, permit));
-            }
+        if let Some(p) = self.pop_usable() {
+            return Ok(self.lent(p, permit));
         }
         // Each pass either returns or closes a connection that could not
         // be switched, so it ends (at the latest at the deadline).
@@ -473,10 +511,11 @@ impl<E: Engine> Pool<E> {
     }
 
     fn push_idle(&self, mut p: Box<Pooled<E::Conn>>) {
-        if self.expired(&p, Instant::now()) || !self.share.idle_entered() {
+        let mut now = None;
+        if self.expired(&p, &mut now) || !self.share.idle_entered() {
             return; // dropping closes it and frees its backend slot
         }
-        p.idle_since = Instant::now();
+        p.idle_since = now.unwrap_or_else(Instant::now);
         self.with_idle(|idle| idle.push_back(p));
         if E::SWITCHES {
             // Leases waiting for a place get it (see `idle.rs` for the order).
@@ -498,10 +537,10 @@ impl<E: Engine> Pool<E> {
     /// Closes idle connections past their lifetime or idle timeout; returns
     /// how many were closed.
     pub fn sweep(&self) -> usize {
-        let now = Instant::now();
+        let mut now = Some(Instant::now());
         let closed = self.with_idle(|idle| {
             let before = idle.len();
-            idle.retain(|p| !self.expired(p, now));
+            idle.retain(|p| !self.expired(p, &mut now));
             before - idle.len()
         });
         for _ in 0..closed {

@@ -75,6 +75,9 @@ pub struct Start {
 /// what it parks with, see [`super::parked`]).
 pub struct Session {
     pub core: Arc<Core<MyEngine>>,
+    /// The configuration as its commands read it (taken again after a
+    /// reload).
+    pub(super) view: gatehouse_core::core::SettingsView,
     pub(super) endpoint: Arc<EndpointSettings>,
     pub(super) cancel: CancelKey<MyCancelTarget>,
     pub(super) _tenant_slot: Option<OwnedSemaphorePermit>,
@@ -157,6 +160,7 @@ pub fn start(
     ));
     drop(settings);
     let mut s = Box::new(Session {
+        view: core.settings_view(),
         inspect,
         ruled: None,
         lease_wait: std::time::Duration::ZERO,

@@ -115,7 +115,7 @@ impl TxSession {
     }
 
     pub(super) async fn client_messages(&mut self) -> Result<(), End> {
-        let max = self.core.settings().proxy.max_message_bytes;
+        let max = self.view.current(&self.core).settings().proxy.max_message_bytes;
         // Most of what arrived goes on to the server: one allocation for it.
         self.to_backend.reserve(self.cbuf.len());
         loop {
@@ -227,7 +227,7 @@ impl TxSession {
         match tag {
             b'Q' => {
                 let msg = self.rewritten(tag, msg);
-                let sql = String::from_utf8_lossy(query_text(&msg));
+                let sql = lossy_text(query_text(&msg));
                 if self.note_effects(&sql) {
                     self.readback = true;
                 }
@@ -342,6 +342,15 @@ impl TxSession {
             _ => self.to_backend.extend_from_slice(&msg),
         }
         Ok(())
+    }
+}
+
+/// A statement's text: borrowed when it is UTF-8, as it nearly always is
+/// (a word-at-a-time check), else with replacement characters.
+fn lossy_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 

@@ -31,10 +31,11 @@ impl TxSession {
     /// answered here.
     pub(super) fn apply_rules(&mut self, tag: u8, msg: &Bytes) -> Ruled {
         self.verdict = None;
-        let settings = self.core.settings();
-        if !self.inspect.has_rules(&settings) {
+        let settings = self.view.current(&self.core).settings();
+        if !self.inspect.has_rules(settings) {
             return Ruled::Run(None);
         }
+        let settings = settings.clone();
         let text = match tag {
             b'Q' => std::str::from_utf8(query_text(msg)).ok(),
             b'P' => extended::parse_parse(msg).ok().map(|p| p.query),
@@ -91,12 +92,11 @@ impl TxSession {
     /// its digest statistics when they are on, the rule's statement
     /// timeout, the pin it caused. `None` when nothing.
     pub(super) fn follow(&mut self, text: &str, timeout: Option<std::time::Duration>) -> Option<Box<Tracked>> {
-        let timed = Inspector::start(
-            &self.core,
-            text,
-            std::mem::take(&mut self.lease_wait),
-            gatehouse_sql::digest,
-        );
+        let lease_wait = std::mem::take(&mut self.lease_wait);
+        let timed = match self.view.digests() {
+            true => Inspector::start(&self.core, text, lease_wait, gatehouse_sql::digest),
+            false => None,
+        };
         let pin = self.just_pinned.take();
         if timed.is_none() && timeout.is_none() && pin.is_none() {
             return None;
@@ -144,7 +144,7 @@ impl TxSession {
     /// Whether the core follows the statement about to be sent: digest
     /// statistics on, a rule's timeout, or a pin it caused.
     pub(super) fn followed(&self, timeout: Option<std::time::Duration>) -> bool {
-        timeout.is_some() || self.just_pinned.is_some() || self.core.digests.load().is_some()
+        timeout.is_some() || self.just_pinned.is_some() || self.view.digests()
     }
 }
 

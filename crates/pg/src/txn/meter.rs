@@ -7,7 +7,7 @@
 //! response queue; when their answers are complete the backend read that
 //! completed them and the flush of it to the client give the other ends.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::TxSession;
 use gatehouse_core::meter::Stamp;
@@ -32,9 +32,16 @@ impl TxSession {
         }
     }
 
-    /// A lease was had, asked for at `began`, `self.lease_wait` ago: its
-    /// wait is recorded, and the statements of this read are sent from now.
-    pub(super) fn lease_metered(&mut self, began: Instant) {
+    /// A lease was had, after a wait that began at `began` (`None`: lent at
+    /// once, no wait): its wait is recorded, and the statements of this
+    /// read are sent from now.
+    pub(super) fn lease_metered(&mut self, began: Option<Instant>) {
+        let Some(began) = began else {
+            self.lease_wait = Duration::ZERO;
+            self.inspect.meter().lease_waited(Duration::ZERO);
+            return;
+        };
+        self.lease_wait = began.elapsed();
         self.inspect.meter().lease_waited(self.lease_wait);
         if let Some(stamp) = self.stamp.as_mut() {
             stamp.sent = began + self.lease_wait;

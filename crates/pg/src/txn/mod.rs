@@ -131,6 +131,9 @@ pub struct TxSession {
     /// When the messages being handled were read and sent, with
     /// histograms on (`meter.rs`).
     stamp: Option<gatehouse_core::meter::Stamp>,
+    /// The configuration as its transactions read it (taken again after a
+    /// reload).
+    view: gatehouse_core::core::SettingsView,
 }
 
 enum Event2 {
@@ -244,6 +247,7 @@ impl TxSession {
     ) -> Self {
         let split = (endpoint.role == gatehouse_settings::config::EndpointRole::Split).then(Box::default);
         Self {
+            view: core.settings_view(),
             split,
             held: false,
             inspect,
@@ -394,7 +398,7 @@ impl TxSession {
         let core = self.core.clone();
         let shutdown = &core.shutdown;
         let mut closing = *shutdown.borrow();
-        let message_timeout = self.core.settings().proxy.client_message_timeout;
+        let message_timeout = self.view.current(&core).settings().proxy.client_message_timeout;
         let mut first = true;
         loop {
             let idle = self.is_idle();

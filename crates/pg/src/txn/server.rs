@@ -119,7 +119,6 @@ impl TxSession {
         if self.lease.is_some() {
             return Ok(None);
         }
-        let began = std::time::Instant::now();
         let intent = match (&ruled, self.split.as_deref(), decision) {
             (Some(route), ..) => Intent::Ruled(route),
             (None, Some(split), Some(d)) => split.intent(d),
@@ -129,24 +128,31 @@ impl TxSession {
             Some(route) => decision.and_then(|d| gatehouse_core::split::ruled_decision(route, d)),
             None => decision,
         };
-        let routed = self
-            .core
-            .lease(&self.endpoint, &mut self.pool, self.backend_cap.as_ref(), intent);
-        let waited = Box::pin(self.cancel.slot.unless_cancelled(routed)).await;
         let cancelled = || ProxyError::new(Condition::Canceled, "canceling statement due to user request");
-        let mut lease = match waited {
-            LeaseWait::Done(Ok(lease)) => {
-                self.inspect.leased();
-                lease
+        // Usually a connection is lent at once: no wait, no clock read.
+        let now = self
+            .core
+            .lease_now(&self.endpoint, &self.pool, self.backend_cap.as_ref(), intent);
+        let (mut lease, began) = match now {
+            Some(lease) => (lease, None),
+            None => {
+                let began = std::time::Instant::now();
+                let routed = self
+                    .core
+                    .lease(&self.endpoint, &mut self.pool, self.backend_cap.as_ref(), intent);
+                match Box::pin(self.cancel.slot.unless_cancelled(routed)).await {
+                    LeaseWait::Done(Ok(lease)) => (lease, Some(began)),
+                    LeaseWait::Done(Err(e)) => {
+                        self.cancel.slot.set(None);
+                        self.core.stats.record_error(&e);
+                        tracing::info!(session = self.session_id, error = %e, "no backend connection for the statement");
+                        return Ok(Some(e));
+                    }
+                    LeaseWait::Cancelled => return Ok(Some(cancelled())),
+                }
             }
-            LeaseWait::Done(Err(e)) => {
-                self.cancel.slot.set(None);
-                self.core.stats.record_error(&e);
-                tracing::info!(session = self.session_id, error = %e, "no backend connection for the statement");
-                return Ok(Some(e));
-            }
-            LeaseWait::Cancelled => return Ok(Some(cancelled())),
         };
+        self.inspect.leased();
         // Usually the connection has the client's values already: the
         // (boxed) apply is skipped.
         if !tracked::in_step(lease.conn(), &self.desired)
@@ -163,7 +169,6 @@ impl TxSession {
             split.leased(d, self.endpoint.read_your_writes);
         }
         self.lease = Some(lease);
-        self.lease_wait = began.elapsed();
         self.lease_metered(began);
         Ok(None)
     }

@@ -79,7 +79,7 @@ pub(crate) fn classify_in(stmt: &str, ctx: Ctx<'_>) -> MyEffect {
         _ => b"",
     };
     let (effect, scan_after) = by_keyword(kw, &mut cur, ctx);
-    if !scan_after || matches!(effect, MyEffect::Pin(_) | MyEffect::LoadDataLocal) || !needs_scan(stmt.as_bytes()) {
+    if !scan_after || matches!(effect, MyEffect::Pin(_) | MyEffect::LoadDataLocal) || !needs_scan(stmt) {
         return effect;
     }
     let found = scan(stmt, ctx.dialect);

@@ -19,25 +19,21 @@ const NEEDLES: [&[u8]; 7] = [
     b"row_count",
 ];
 
-/// One pass over `hay`: true if it contains `@` or, ASCII
-/// case-insensitively, one of the function names the scan looks for.
-pub(crate) fn needs_scan(hay: &[u8]) -> bool {
-    for i in 0..hay.len() {
-        let first = match hay[i] {
-            b'@' => return true,
-            c => c | 0x20,
-        };
-        if matches!(first, b'c' | b'i' | b'g' | b's' | b'f' | b'l' | b'r') {
-            let rest = &hay[i..];
-            let hit = NEEDLES
-                .iter()
-                .any(|n| n[0] == first && rest.get(..n.len()).is_some_and(|h| h.eq_ignore_ascii_case(n)));
-            if hit {
-                return true;
-            }
-        }
-    }
-    false
+/// Whether `stmt` contains `@` or, ASCII case-insensitively, one of the
+/// function names the scan looks for, in one pass that stops only at an
+/// underscore (every name holds one) or an `@`.
+pub(crate) fn needs_scan(stmt: &str) -> bool {
+    let hay = stmt.as_bytes();
+    hay.iter().enumerate().any(|(i, &b)| match b {
+        b'@' => true,
+        b'_' => NEEDLES.iter().any(|n| {
+            let first = n.iter().position(|&c| c == b'_').unwrap_or(0);
+            i.checked_sub(first)
+                .and_then(|s| hay.get(s..s + n.len()))
+                .is_some_and(|h| h.eq_ignore_ascii_case(n))
+        }),
+        _ => false,
+    })
 }
 
 /// What the token scan found.
@@ -142,5 +138,42 @@ fn pinned(reason: PinReason) -> Scan {
     Scan {
         pin: Some(reason),
         info: Info::NONE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What `needs_scan` must find: every byte position tried.
+    fn naive(stmt: &str) -> bool {
+        let hay = stmt.as_bytes();
+        hay.contains(&b'@')
+            || (0..hay.len()).any(|i| {
+                NEEDLES
+                    .iter()
+                    .any(|n| hay.get(i..i + n.len()).is_some_and(|h| h.eq_ignore_ascii_case(n)))
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn needs_scan_finds_what_a_search_from_every_byte_finds(
+            stmt in "([ _a-z(]|CONNECTION_ID|is_used_lock|Get_Lock|service_get|FOUND_ROWS|last_insert_id|row_count|_id|@){0,10}",
+        ) {
+            prop_assert_eq!(needs_scan(&stmt), naive(&stmt));
+        }
+    }
+
+    #[test]
+    fn needs_scan_finds_each_name_at_the_start_and_a_variable() {
+        for n in NEEDLES {
+            let name = std::str::from_utf8(n).unwrap_or_default().to_ascii_uppercase();
+            assert!(needs_scan(&name), "{name}");
+            assert!(!needs_scan(&name[1..]), "{name} less its first letter");
+        }
+        assert!(needs_scan("select @a"));
+        assert!(!needs_scan("select 1 from t_1"));
     }
 }
