@@ -45,6 +45,7 @@ mod set_config;
 mod split;
 mod temp;
 mod transaction;
+mod words;
 
 pub use classify::{classify, classify_all};
 pub use digest::{Digest, MAX_DIGEST_TEXT, digest};

@@ -27,24 +27,30 @@ pub(crate) struct Prefilter {
 }
 
 /// Whether `stmt` holds the substrings that make a token-level look
-/// worthwhile, in one pass that stops only at an underscore (both function
-/// names hold one) and, when `wants_into` (the statements that can be
-/// `SELECT ... INTO`), at an `i`.
+/// worthwhile, a word at a time ([`crate::words`]): both function names
+/// hold an underscore, so only the words with one (and, when `wants_into`,
+/// for the statements that can be `SELECT ... INTO`, those with an `i`)
+/// are looked at closer.
 pub(crate) fn prefilter(stmt: &str, wants_into: bool) -> Prefilter {
+    use crate::words::{any_index, bytes_of, splat};
     let hay = stmt.as_bytes();
+    // (Only `i` and `I` become `i` with the 0x20 bit set.)
+    let into_bits = if wants_into { u64::MAX } else { 0 };
+    let may_hit = |w: u64| bytes_of(w, b'_') | (bytes_of(w | splat(0x20), b'i') & into_bits);
     let mut hits = Prefilter::default();
-    for (i, &b) in hay.iter().enumerate() {
-        if b == b'_' {
+    any_index(hay, may_hit, |i| {
+        if hay[i] == b'_' {
             // "advisory_lock" has its underscore at 8, "set_config" at 3.
             hits.functions |= i
                 .checked_sub(8)
                 .is_some_and(|s| starts_with_ci(&hay[s..], b"advisory_lock"))
                 || i.checked_sub(3)
                     .is_some_and(|s| starts_with_ci(&hay[s..], b"set_config"));
-        } else if wants_into && b | 0x20 == b'i' {
+        } else if wants_into && hay[i] | 0x20 == b'i' {
             hits.into |= starts_with_ci(&hay[i..], b"into");
         }
-    }
+        hits.functions && (hits.into || !wants_into)
+    });
     hits
 }
 

@@ -132,6 +132,10 @@ pub struct Pool<E: Engine> {
     engine: Arc<E>,
     /// The cluster's settings now (a reload swaps them).
     cluster: ArcSwap<ClusterSettings>,
+    /// Of those, what every lease and return looks at: `server_lifetime`
+    /// and `server_idle_timeout` ([`Expiry`]), read without an `ArcSwap`
+    /// load.
+    expiry: Expiry,
     share: Arc<BackendShare<E>>,
     /// Shared with the pools of the same key but other startup
     /// parameters ([`PoolKey::startup`]): `pool.size` bounds the leases of
@@ -222,6 +226,7 @@ impl<E: Engine> Pool<E> {
     /// with another `init_query` or backend TLS (a mode, a CA or a client
     /// certificate), connections are replaced as they come back.
     fn reconfigure(&self, cluster: &Arc<ClusterSettings>) {
+        self.expiry.set(cluster);
         let old = self.cluster.swap(cluster.clone());
         self.permits.resize(cluster.pool_size as usize);
         if old.init_query != cluster.init_query || old.backend_tls != cluster.backend_tls {
@@ -288,17 +293,13 @@ impl<E: Engine> Pool<E> {
         if p.generation != self.generation() {
             return true;
         }
-        let cluster = self.cluster.load();
-        if cluster.server_lifetime.is_none() && cluster.server_idle_timeout.is_none() {
+        let (lifetime, idle_timeout) = self.expiry.get();
+        if lifetime.is_none() && idle_timeout.is_none() {
             return false;
         }
         let now = *now.get_or_insert_with(Instant::now);
-        cluster
-            .server_lifetime
-            .is_some_and(|l| now.duration_since(p.created) >= l)
-            || cluster
-                .server_idle_timeout
-                .is_some_and(|t| now.duration_since(p.idle_since) >= t)
+        lifetime.is_some_and(|l| now.duration_since(p.created) >= l)
+            || idle_timeout.is_some_and(|t| now.duration_since(p.idle_since) >= t)
     }
 
     /// Borrows a connection: an idle one if any, else a new one, waiting at
@@ -547,6 +548,43 @@ impl<E: Engine> Pool<E> {
             self.share.idle_left();
         }
         closed
+    }
+}
+
+/// A pool's `server_lifetime` and `server_idle_timeout`, in nanoseconds
+/// ([`Expiry::NONE`]: not set), as atomics a reload stores.
+struct Expiry {
+    lifetime: AtomicU64,
+    idle_timeout: AtomicU64,
+}
+
+impl Expiry {
+    const NONE: u64 = u64::MAX;
+
+    fn new(cluster: &ClusterSettings) -> Self {
+        let e = Self {
+            lifetime: AtomicU64::new(Self::NONE),
+            idle_timeout: AtomicU64::new(Self::NONE),
+        };
+        e.set(cluster);
+        e
+    }
+
+    fn set(&self, cluster: &ClusterSettings) {
+        let nanos = |d: Option<std::time::Duration>| {
+            d.map_or(Self::NONE, |d| u64::try_from(d.as_nanos()).unwrap_or(Self::NONE - 1))
+        };
+        self.lifetime.store(nanos(cluster.server_lifetime), Ordering::Relaxed);
+        self.idle_timeout
+            .store(nanos(cluster.server_idle_timeout), Ordering::Relaxed);
+    }
+
+    fn get(&self) -> (Option<std::time::Duration>, Option<std::time::Duration>) {
+        let get = |a: &AtomicU64| match a.load(Ordering::Relaxed) {
+            Self::NONE => None,
+            n => Some(std::time::Duration::from_nanos(n)),
+        };
+        (get(&self.lifetime), get(&self.idle_timeout))
     }
 }
 

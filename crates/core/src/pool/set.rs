@@ -98,6 +98,7 @@ impl<E: Engine> Pools<E> {
             secret: Mutex::new(secret.clone()),
             generation: AtomicU64::new(0),
             engine: engine.clone(),
+            expiry: super::Expiry::new(cluster),
             cluster: ArcSwap::new(cluster.clone()),
             share,
             permits,

@@ -20,11 +20,14 @@ const NEEDLES: [&[u8]; 7] = [
 ];
 
 /// Whether `stmt` contains `@` or, ASCII case-insensitively, one of the
-/// function names the scan looks for, in one pass that stops only at an
-/// underscore (every name holds one) or an `@`.
+/// function names the scan looks for, a word at a time
+/// ([`crate::words`]): every name holds an underscore, so only the words
+/// with one or an `@` are looked at closer.
 pub(crate) fn needs_scan(stmt: &str) -> bool {
+    use crate::words::{any_index, bytes_of};
     let hay = stmt.as_bytes();
-    hay.iter().enumerate().any(|(i, &b)| match b {
+    let may_hit = |w: u64| bytes_of(w, b'_') | bytes_of(w, b'@');
+    any_index(hay, may_hit, |i| match hay[i] {
         b'@' => true,
         b'_' => NEEDLES.iter().any(|n| {
             let first = n.iter().position(|&c| c == b'_').unwrap_or(0);
