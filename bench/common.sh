@@ -166,6 +166,9 @@ INI
   fi
   "${run[@]}" >"$pdir/stdout.log" 2>&1 &
   wait_port 127.0.0.1 "$PGB_PORT"
+  # (It may listen before it writes its pid file: slowly, under valgrind.)
+  local i
+  for ((i = 0; i < 100; i++)); do [ -s "$pdir/pgbouncer.pid" ] && break; sleep 0.1; done
   PGB_PID=$(cat "$pdir/pgbouncer.pid")
 }
 

@@ -21,6 +21,7 @@ pub mod digests;
 pub mod drain;
 pub mod engine;
 pub mod error;
+pub mod fasthash;
 pub mod inspect;
 pub mod limits;
 pub mod meter;

@@ -417,16 +417,18 @@ impl<E: Engine> Pool<E> {
                 && !self.share.room_to_keep()
                 && let Some(handed) = self.share.take_idle(Some(self))
             {
-                if let Some(p) = self.adopt(handed).await {
+                // Boxed, as the open below: the rare, large futures stay out
+                // of the lease's own, which a waiting session boxes.
+                if let Some(p) = Box::pin(self.adopt(handed)).await {
                     return Ok(self.lent(p, permit));
                 }
                 continue;
             }
             self.share.make_room_beside(self);
             match self.share.acquire(self, switching, deadline).await? {
-                Place::Slot(slot) => return self.open_new(slot).await.map(|p| self.lent(p, permit)),
+                Place::Slot(slot) => return Box::pin(self.open_new(slot)).await.map(|p| self.lent(p, permit)),
                 Place::Conn(handed) => {
-                    if let Some(p) = self.adopt(handed).await {
+                    if let Some(p) = Box::pin(self.adopt(handed)).await {
                         return Ok(self.lent(p, permit));
                     }
                 }

@@ -5,7 +5,7 @@
 //! under it; a monitor stops once its cluster is no longer the one listed
 //! ([`Topology::is_current`]).
 
-use std::collections::HashMap;
+use crate::fasthash::FastMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -14,7 +14,8 @@ use super::ClusterState;
 use crate::config::{EngineKind, Settings};
 
 pub struct Topology {
-    clusters: ArcSwap<HashMap<String, Arc<ClusterState>>>,
+    /// Configured names: [`FastMap`]'s hash (no client chooses them).
+    clusters: ArcSwap<FastMap<String, Arc<ClusterState>>>,
 }
 
 impl Topology {
@@ -52,7 +53,7 @@ impl Topology {
     pub fn insert(&self, state: Arc<ClusterState>) -> Option<Arc<ClusterState>> {
         let mut replaced = None;
         self.clusters.rcu(|map| {
-            let mut map = HashMap::clone(map);
+            let mut map = FastMap::clone(map);
             replaced = map.insert(state.name.clone(), state.clone());
             map
         });
@@ -63,7 +64,7 @@ impl Topology {
     pub fn remove(&self, name: &str) -> Option<Arc<ClusterState>> {
         let mut removed = None;
         self.clusters.rcu(|map| {
-            let mut map = HashMap::clone(map);
+            let mut map = FastMap::clone(map);
             removed = map.remove(name);
             map
         });

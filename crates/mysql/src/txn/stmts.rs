@@ -6,7 +6,6 @@
 //! ways; parameter types sent once by the client (new-params-bound) are
 //! remembered and sent again to a connection that has not seen them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use gatehouse_proto_mysql::command::{rewrite_stmt_id, stmt_id_at};
@@ -85,7 +84,8 @@ impl Facts {
 /// A client's statements by the ids the proxy gave it.
 #[derive(Default)]
 pub struct Statements {
-    by_id: HashMap<u32, ClientStmt>,
+    /// Ids the proxy handed out: [`gatehouse_core::fasthash::FastMap`]'s hash.
+    by_id: gatehouse_core::fasthash::FastMap<u32, ClientStmt>,
     next_id: u32,
 }
 

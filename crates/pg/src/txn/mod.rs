@@ -53,6 +53,11 @@ const READ_CHUNK: usize = 32 * 1024;
 /// yet parked holds its buffers, and that peak stays in the RSS.
 const KEPT_BUFFER_LIMIT: usize = 1024;
 
+/// The client read buffer a session that will park keeps between
+/// transactions: what one read reserves ([`read_client`]), not a larger
+/// one a big message grew.
+const KEPT_READ_BUFFER_LIMIT: usize = 8192 + 1024;
+
 /// How [`TxSession::run`] ended.
 pub enum Outcome {
     /// The session is over; the error to send the client, if any.
@@ -343,15 +348,20 @@ impl TxSession {
     /// The wait is a hand-written poll: the socket's readiness keeps the
     /// task's waker, the cancel slot keeps it for shutdown (which wakes idle
     /// sessions through the registry), and the future itself is a few
-    /// pointers, so an idle client's task stays small. The client read
-    /// buffer (8 KiB once used) is freed; a session that will park keeps its
-    /// small outgoing buffers for its next transaction until then, rather
-    /// than allocating them again for each; parking drops them.
+    /// pointers, so an idle client's task stays small. A session that will
+    /// park keeps its read buffer (8 KiB once used) and its small outgoing
+    /// buffers for its next transaction until then, rather than allocating
+    /// them again for each; parking drops them. Others free them.
     async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<Waited, End> {
         // Plain sockets park; a TLS session keeps its task (its state is
         // the TLS connection's, far larger than a task anyway).
         let parkable = self.core.parking.is_some() && !client.is_tls();
-        self.cbuf = BytesMut::new();
+        // A session that will park keeps a read buffer of the usual size
+        // for its next transaction too (parking frees it), rather than
+        // allocating it again for each.
+        if !parkable || self.cbuf.capacity() > KEPT_READ_BUFFER_LIMIT {
+            self.cbuf = BytesMut::new();
+        }
         for buf in [&mut self.to_backend, &mut self.to_client] {
             if !parkable || buf.capacity() > KEPT_BUFFER_LIMIT {
                 *buf = BytesMut::new();
