@@ -20,13 +20,15 @@
 #   bench/instructions.sh --check               # and compare with bench/baseline.txt
 #   bench/instructions.sh --record              # and write bench/baseline.txt
 #
-# --check exits 1 when a Gatehouse figure is more than BENCH_DRIFT_PCT (2)
-# percent above the baseline's: the guard against drift. Figures kept in
+# --check exits 1 when a Gatehouse figure is more than BENCH_DRIFT_PCT (3)
+# percent above the baseline's: the guard against drift. One client's
+# figures repeat within 0.1 %; with 10 clients on a pool of 5 how many
+# leases wait varies, and the figures within about 2 %. Figures kept in
 # bench/baseline.txt are those of the last release measured; a change that
 # costs 2 % shows against it, not only against the commit before.
 #
 # Knobs: BENCH_ENGINES ("postgres mysql"), BENCH_CLIENTS ("1 10"),
-# BENCH_TX (transactions per run, 4000), BENCH_DRIFT_PCT (2),
+# BENCH_TX (transactions per run, 4000), BENCH_DRIFT_PCT (3),
 # GH_BASELINE_BIN, BENCH_BASELINE_FILE (bench/baseline.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +50,7 @@ read -r -a ENGINES <<<"${BENCH_ENGINES:-postgres mysql}"
 read -r -a CLIENTS <<<"${BENCH_CLIENTS:-1 10}"
 has_engine() { [[ " ${ENGINES[*]} " == *" $1 "* ]]; }
 TX=${BENCH_TX:-4000}
-DRIFT=${BENCH_DRIFT_PCT:-2}
+DRIFT=${BENCH_DRIFT_PCT:-3}
 BASELINE_FILE=${BENCH_BASELINE_FILE:-bench/baseline.txt}
 POOL=5
 DIR="$PWD/.bench/instructions"
@@ -186,9 +188,10 @@ if [ "$MODE" = check ]; then
     [[ $verdict == *OVER ]] && status=1
   done <"$results"
 elif [ "$MODE" = record ]; then
+  tree=$(git status --porcelain -- . ":!$BASELINE_FILE" | grep -q . && echo 'with uncommitted changes' || echo clean)
   {
     echo "# User-space instructions per transaction, bench/instructions.sh --record"
-    echo "# $(git log -1 --format='%h %cs') ($(git status --porcelain | grep -q . && echo 'with uncommitted changes' || echo clean)); TX=$TX, pool $POOL"
+    echo "# $(git log -1 --format='%h %cs') ($tree); TX=$TX, pool $POOL"
     echo "# engine clients target instructions_per_tx"
     cat "$results"
   } >"$BASELINE_FILE"
