@@ -425,7 +425,7 @@ impl<E: Engine> Pool<E> {
                 continue;
             }
             self.share.make_room_beside(self);
-            match self.share.acquire(self, switching, deadline).await? {
+            match Box::pin(self.share.acquire(self, switching, deadline)).await? {
                 Place::Slot(slot) => return Box::pin(self.open_new(slot)).await.map(|p| self.lent(p, permit)),
                 Place::Conn(handed) => {
                     if let Some(p) = Box::pin(self.adopt(handed)).await {
