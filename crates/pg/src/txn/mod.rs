@@ -53,10 +53,15 @@ const READ_CHUNK: usize = 32 * 1024;
 /// yet parked holds its buffers, and that peak stays in the RSS.
 const KEPT_BUFFER_LIMIT: usize = 1024;
 
+/// What a transaction's first read of its client reserves
+/// ([`read_client`]): a larger message is read on into 8 KiB more.
+const FIRST_READ: usize = 1024;
+
 /// The client read buffer a session that will park keeps between
-/// transactions: what one read reserves ([`read_client`]), not a larger
-/// one a big message grew.
-const KEPT_READ_BUFFER_LIMIT: usize = 8192 + 1024;
+/// transactions: the first read's, not one a larger message grew (an
+/// 8 KiB buffer kept by every session not yet parked showed as a KiB more
+/// per idle client after a burst of logins).
+const KEPT_READ_BUFFER_LIMIT: usize = FIRST_READ;
 
 /// How [`TxSession::run`] ended.
 pub enum Outcome {
@@ -349,9 +354,10 @@ impl TxSession {
     /// task's waker, the cancel slot keeps it for shutdown (which wakes idle
     /// sessions through the registry), and the future itself is a few
     /// pointers, so an idle client's task stays small. A session that will
-    /// park keeps its read buffer (8 KiB once used) and its small outgoing
-    /// buffers for its next transaction until then, rather than allocating
-    /// them again for each; parking drops them. Others free them.
+    /// park keeps its small read buffer (1 KiB, unless a larger message grew
+    /// it) and its small outgoing buffers for its next transaction until
+    /// then, rather than allocating them again for each; parking drops
+    /// them. Others free them.
     async fn wait_idle(&mut self, client: &mut ClientStream) -> Result<Waited, End> {
         // Plain sockets park; a TLS session keeps its task (its state is
         // the TLS connection's, far larger than a task anyway).
@@ -582,7 +588,11 @@ async fn read_client(
 ) -> Option<std::io::Result<usize>> {
     let read = async {
         client.readable().await?;
-        if buf.capacity() - buf.len() < 1024 {
+        if buf.capacity() == 0 {
+            // A transaction's first read: most messages are small, and a
+            // session keeps this buffer while it waits to park.
+            buf.reserve(FIRST_READ);
+        } else if buf.capacity() - buf.len() < 1024 {
             buf.reserve(8192);
         }
         client.read_buf(buf).await
