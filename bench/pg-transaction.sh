@@ -144,7 +144,9 @@ machine_window() {
 
 # run_one WORKLOAD CLIENTS TARGET ROUND: one pgbench run, appended to $results as
 # "workload clients target round status tps transactions latency_ms backends
-# cpu_s_per_1k_tx machine_cpu_s_per_1k_tx busy_cores".
+# cpu_s_per_1k_tx machine_cpu_s_per_1k_tx busy_cores user_s_per_1k_tx
+# kernel_s_per_1k_tx" (the proxy's CPU split between its own code and the
+# kernel's work on its behalf: system calls, loopback TCP, wakeups).
 run_one() {
   local w=$1 c=$2 target=$3 r=$4 extra=() port user pw pid
   case $w in
@@ -152,10 +154,10 @@ run_one() {
     connect | connect_md5) extra=(-C) ;;
   esac
   target_of "$target" "$w"
-  local f="$DIR/runs/$w-c$c-$target-r$r" cpu0=0 cpu1=0 status tps tx lat secs=$SECS
+  local f="$DIR/runs/$w-c$c-$target-r$r" cpu0=0 cpu1=0 split0="0 0" split1="0 0" status tps tx lat secs=$SECS
   case $w in connect*) ;; *) secs=$((SECS + c * CONNECT_MS / 1000)) ;; esac
   : >"$f.backends"
-  [ -n "$pid" ] && cpu0=$(cpu_seconds "$pid")
+  [ -n "$pid" ] && cpu0=$(cpu_seconds "$pid") && split0=$(cpu_split "$pid")
   sample_backends "$target" "$f.backends" &
   SAMPLER_PID=$!
   # The steady state: from a second after the initial connections to a
@@ -173,11 +175,16 @@ run_one() {
   local busy=- machk=-
   [ -s "$f.busy" ] && busy=$(cat "$f.busy")
   [ "$busy" != - ] && machk=$(awk -v b="$busy" -v t="$tps" 'BEGIN { if (t > 0) printf "%.4f", b * 1000 / t; else print "-" }')
-  [ -n "$pid" ] && cpu1=$(cpu_seconds "$pid")
-  local backends cpuk=-
+  [ -n "$pid" ] && cpu1=$(cpu_seconds "$pid") && split1=$(cpu_split "$pid")
+  local backends cpuk=- userk=- kernk=-
   backends=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$f.backends")
   [ -n "$pid" ] && cpuk=$(awk -v a="$cpu0" -v b="$cpu1" -v t="$tx" 'BEGIN { if (t > 0) printf "%.4f", (b - a) * 1000 / t; else print "-" }')
-  echo "$w $c $target $r $status $tps $tx $lat $backends $cpuk $machk $busy" >>"$results"
+  if [ -n "$pid" ]; then
+    read -r userk kernk < <(awk -v a="$split0" -v b="$split1" -v t="$tx" 'BEGIN {
+      split(a, x, " "); split(b, y, " ")
+      if (t > 0) printf "%.4f %.4f\n", (y[1] - x[1]) * 1000 / t, (y[2] - x[2]) * 1000 / t; else print "- -" }')
+  fi
+  echo "$w $c $target $r $status $tps $tx $lat $backends $cpuk $machk $busy $userk $kernk" >>"$results"
   if [ "$status" = ok ]; then
     log "$w clients=$c round=$r $target: $tps tps, ${lat} ms, $backends backends, proxy CPU ${cpuk} s/1000 tx, machine CPU ${machk} s/1000 tx, busy cores $busy"
   else
@@ -289,6 +296,22 @@ report() {
     printf '%-11s %7s | %8s %8s %8s | %9s %9s %7s\n' "$(label "$w")" "$c" \
       "$(maxcell "$w" "$c" direct 9)" "$(maxcell "$w" "$c" gatehouse 9)" "$(maxcell "$w" "$c" pgbouncer 9)" \
       "$cg" "$cb" "$(rat "$cg" "$cb")"
+  done
+  echo
+  echo "Proxy CPU split (s per 1,000 transactions): user space and kernel. floor: the GH/PgB CPU ratio"
+  echo "Gatehouse would have if its own code cost nothing (its kernel time over PgBouncer's whole CPU);"
+  echo "PgB kern%: PgBouncer's kernel share, the floor of any proxy making PgBouncer's system calls"
+  printf '%-11s %7s | %8s %8s | %8s %8s | %6s %9s\n' workload clients "user GH" "kern GH" "user PgB" "kern PgB" floor "PgB kern%"
+  for cell in "${cells[@]}"; do
+    read -r w c <<<"$cell"
+    local ug kg ub kb cb floor share
+    ug=$(mean_of "$w" "$c" gatehouse 13 "%.4f") kg=$(mean_of "$w" "$c" gatehouse 14 "%.4f")
+    ub=$(mean_of "$w" "$c" pgbouncer 13 "%.4f") kb=$(mean_of "$w" "$c" pgbouncer 14 "%.4f")
+    cb=$(mean_of "$w" "$c" pgbouncer 10 "%.4f")
+    floor=$(rat "$kg" "$cb")
+    share=$(awk -v k="${kb%\*}" -v p="${cb%\*}" 'BEGIN {
+      if (k ~ /^[0-9.]+$/ && p ~ /^[0-9.]+$/ && p > 0) printf "%.0f%%", 100 * k / p; else print "-" }')
+    printf '%-11s %7s | %8s %8s | %8s %8s | %6s %9s\n' "$(label "$w")" "$c" "$ug" "$kg" "$ub" "$kb" "$floor" "$share"
   done
   echo
   echo "Machine CPU (s per 1,000 transactions, every process, steady state) and busy cores. ceiling: the GH/PgB"

@@ -28,6 +28,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
+use crate::cancel::{CancelSlot, LeaseWait};
 use crate::config::{EndpointRole, EndpointSettings};
 use crate::core::Core;
 use crate::engine::Engine;
@@ -256,6 +257,29 @@ impl<E: Engine> Core<E> {
         let lease = still_routable(&state, endpoint, &choice.backend, pool.try_lease(cap)?)?;
         state.routed(&choice);
         Some(lease)
+    }
+
+    /// A lease for a session's statement: lent at once when it can be
+    /// ([`Core::lease_now`]: no future, no clock read), else routed and
+    /// waited for ([`Core::lease`], boxed: the wait's large future stays out
+    /// of the session's) under the session's cancel `slot`, so that a
+    /// cancel for the session ends the wait
+    /// ([`CancelSlot::unless_cancelled`]). Also returns when the wait began
+    /// (`None`: lent at once), for the session's lease-wait meter.
+    pub async fn lease_or_wait<T: Clone>(
+        &self,
+        endpoint: &EndpointSettings,
+        pool: &mut Arc<Pool<E>>,
+        cap: Option<&TenantCap>,
+        intent: Intent<'_>,
+        slot: &CancelSlot<T>,
+    ) -> (LeaseWait<Result<Lease<E>, ProxyError>>, Option<std::time::Instant>) {
+        if let Some(lease) = self.lease_now(endpoint, pool, cap, intent) {
+            return (LeaseWait::Done(Ok(lease)), None);
+        }
+        let began = std::time::Instant::now();
+        let routed = self.lease(endpoint, pool, cap, intent);
+        (Box::pin(slot.unless_cancelled(routed)).await, Some(began))
     }
 
     /// Routes one lease for a session of `endpoint` whose last pool is

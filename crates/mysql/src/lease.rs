@@ -101,25 +101,23 @@ impl Session {
             };
             let interrupted = || ProxyError::new(Condition::Canceled, "Query execution was interrupted");
             // Usually a connection is lent at once: no wait, no clock read.
-            let now = self
+            let (waited, began) = self
                 .core
-                .lease_now(&self.endpoint, &self.pool, self.cap.as_ref(), intent);
-            let (mut lease, began) = match now {
-                Some(lease) => (lease, None),
-                None => {
-                    let began = std::time::Instant::now();
-                    let routed = self
-                        .core
-                        .lease(&self.endpoint, &mut self.pool, self.cap.as_ref(), intent);
-                    match self.cancel.slot.unless_cancelled(routed).await {
-                        LeaseWait::Done(Ok(lease)) => (lease, Some(began)),
-                        LeaseWait::Done(Err(e)) => {
-                            self.cancel.slot.set(None);
-                            return Err(e);
-                        }
-                        LeaseWait::Cancelled => return Err(interrupted()),
-                    }
+                .lease_or_wait(
+                    &self.endpoint,
+                    &mut self.pool,
+                    self.cap.as_ref(),
+                    intent,
+                    &self.cancel.slot,
+                )
+                .await;
+            let mut lease = match waited {
+                LeaseWait::Done(Ok(lease)) => lease,
+                LeaseWait::Done(Err(e)) => {
+                    self.cancel.slot.set(None);
+                    return Err(e);
                 }
+                LeaseWait::Cancelled => return Err(interrupted()),
             };
             self.inspect.leased();
             if !self.cancel.slot.publish(Some(lease.conn().cancel.clone())) {

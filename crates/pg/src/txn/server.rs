@@ -130,27 +130,25 @@ impl TxSession {
         };
         let cancelled = || ProxyError::new(Condition::Canceled, "canceling statement due to user request");
         // Usually a connection is lent at once: no wait, no clock read.
-        let now = self
+        let (waited, began) = self
             .core
-            .lease_now(&self.endpoint, &self.pool, self.backend_cap.as_ref(), intent);
-        let (mut lease, began) = match now {
-            Some(lease) => (lease, None),
-            None => {
-                let began = std::time::Instant::now();
-                let routed = self
-                    .core
-                    .lease(&self.endpoint, &mut self.pool, self.backend_cap.as_ref(), intent);
-                match Box::pin(self.cancel.slot.unless_cancelled(routed)).await {
-                    LeaseWait::Done(Ok(lease)) => (lease, Some(began)),
-                    LeaseWait::Done(Err(e)) => {
-                        self.cancel.slot.set(None);
-                        self.core.stats.record_error(&e);
-                        tracing::info!(session = self.session_id, error = %e, "no backend connection for the statement");
-                        return Ok(Some(e));
-                    }
-                    LeaseWait::Cancelled => return Ok(Some(cancelled())),
-                }
+            .lease_or_wait(
+                &self.endpoint,
+                &mut self.pool,
+                self.backend_cap.as_ref(),
+                intent,
+                &self.cancel.slot,
+            )
+            .await;
+        let mut lease = match waited {
+            LeaseWait::Done(Ok(lease)) => lease,
+            LeaseWait::Done(Err(e)) => {
+                self.cancel.slot.set(None);
+                self.core.stats.record_error(&e);
+                tracing::info!(session = self.session_id, error = %e, "no backend connection for the statement");
+                return Ok(Some(e));
             }
+            LeaseWait::Cancelled => return Ok(Some(cancelled())),
         };
         self.inspect.leased();
         // Usually the connection has the client's values already: the
