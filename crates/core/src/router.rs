@@ -35,7 +35,7 @@ use crate::engine::Engine;
 use crate::engine::position::Position;
 use crate::error::{Condition, ProxyError};
 use crate::pool::{Lease, Pool, PoolKey, TenantCap};
-use crate::topology::{BackendState, Choice, ClusterState, Intent, RouteTo, Why};
+use crate::topology::{BackendState, Choice, ClusterCache, ClusterState, Intent, RouteTo, Why};
 
 /// The longest a lease waits before routing again after its backend
 /// refused a connection, when the topology does not change sooner.
@@ -202,15 +202,9 @@ impl<E: Engine> Core<E> {
     /// The session's cluster as the topology lists it now; a cluster a
     /// reload removed ends the session's work with a shutdown-class error.
     fn cluster_state(&self, endpoint: &EndpointSettings) -> Result<Arc<ClusterState>, ProxyError> {
-        self.topology.cluster(&endpoint.cluster.name).ok_or_else(|| {
-            ProxyError::new(
-                Condition::Shutdown,
-                format!(
-                    "cluster \"{}\" was removed from the configuration",
-                    endpoint.cluster.name
-                ),
-            )
-        })
+        self.topology
+            .cluster(&endpoint.cluster.name)
+            .ok_or_else(|| removed_cluster(endpoint))
     }
 
     /// The cluster a rule's `route = { cluster }` names, as the topology
@@ -232,8 +226,10 @@ impl<E: Engine> Core<E> {
     /// choice is made again: among tied replicas the turn moves twice for
     /// such a lease, which happens only when a pool that had an idle
     /// connection could not lend it.)
-    pub fn lease_now(
+    /// `state`: the endpoint's cluster as the topology lists it now.
+    fn lease_now(
         &self,
+        state: &ClusterState,
         endpoint: &EndpointSettings,
         pool: &Arc<Pool<E>>,
         cap: Option<&TenantCap>,
@@ -242,7 +238,6 @@ impl<E: Engine> Core<E> {
         if !pool.has_idle() || matches!(intent, Intent::Ruled(RouteTo::Cluster(_))) {
             return None;
         }
-        let state = self.cluster_state(endpoint).ok()?;
         let current: &Pool<E> = pool;
         let warm = |b: &BackendState| current.key().backend == b.addr;
         let choice = state.choose_warm(endpoint, intent, &warm)?;
@@ -254,7 +249,7 @@ impl<E: Engine> Core<E> {
         {
             return None;
         }
-        let lease = still_routable(&state, endpoint, &choice.backend, pool.try_lease(cap)?)?;
+        let lease = still_routable(state, endpoint, &choice.backend, pool.try_lease(cap)?)?;
         state.routed(&choice);
         Some(lease)
     }
@@ -265,7 +260,9 @@ impl<E: Engine> Core<E> {
     /// of the session's) under the session's cancel `slot`, so that a
     /// cancel for the session ends the wait
     /// ([`CancelSlot::unless_cancelled`]). Also returns when the wait began
-    /// (`None`: lent at once), for the session's lease-wait meter.
+    /// (`None`: lent at once), for the session's lease-wait meter. The
+    /// endpoint's cluster is found through the session's `cache`
+    /// ([`Topology::cluster_cached`]).
     pub async fn lease_or_wait<T: Clone>(
         &self,
         endpoint: &EndpointSettings,
@@ -273,12 +270,24 @@ impl<E: Engine> Core<E> {
         cap: Option<&TenantCap>,
         intent: Intent<'_>,
         slot: &CancelSlot<T>,
+        cache: &mut ClusterCache,
     ) -> (LeaseWait<Result<Lease<E>, ProxyError>>, Option<std::time::Instant>) {
-        if let Some(lease) = self.lease_now(endpoint, pool, cap, intent) {
+        let state = match intent {
+            Intent::Ruled(RouteTo::Cluster(name)) => self.routed_cluster(name),
+            _ => self
+                .topology
+                .cluster_cached(&endpoint.cluster.name, cache)
+                .ok_or_else(|| removed_cluster(endpoint)),
+        };
+        let state = match state {
+            Ok(state) => state,
+            Err(e) => return (LeaseWait::Done(Err(e)), None),
+        };
+        if let Some(lease) = self.lease_now(&state, endpoint, pool, cap, intent) {
             return (LeaseWait::Done(Ok(lease)), None);
         }
         let began = std::time::Instant::now();
-        let routed = self.lease(endpoint, pool, cap, intent);
+        let routed = self.lease_on(state, endpoint, pool, cap, intent);
         (Box::pin(slot.unless_cancelled(routed)).await, Some(began))
     }
 
@@ -298,6 +307,19 @@ impl<E: Engine> Core<E> {
             Intent::Ruled(RouteTo::Cluster(name)) => self.routed_cluster(name)?,
             _ => self.cluster_state(endpoint)?,
         };
+        self.lease_on(state, endpoint, pool, cap, intent).await
+    }
+
+    /// [`Core::lease`] in `state`, the cluster the lease is routed in (the
+    /// endpoint's, or the one a rule names), as the topology lists it now.
+    async fn lease_on(
+        &self,
+        state: Arc<ClusterState>,
+        endpoint: &EndpointSettings,
+        pool: &mut Arc<Pool<E>>,
+        cap: Option<&TenantCap>,
+        intent: Intent<'_>,
+    ) -> Result<Lease<E>, ProxyError> {
         // Among equally busy replicas, the session's own when its pool
         // there has an idle connection (no switch, no open).
         let current: &Pool<E> = pool;
@@ -444,6 +466,18 @@ impl<E: Engine> Core<E> {
             }
         }
     }
+}
+
+/// The error of a lease whose endpoint's cluster a reload removed (a
+/// shutdown-class error: the session's work there is over).
+fn removed_cluster(endpoint: &EndpointSettings) -> ProxyError {
+    ProxyError::new(
+        Condition::Shutdown,
+        format!(
+            "cluster \"{}\" was removed from the configuration",
+            endpoint.cluster.name
+        ),
+    )
 }
 
 /// `lease`, on `backend`, if the choice that sent it there still holds

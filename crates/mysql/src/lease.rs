@@ -109,6 +109,7 @@ impl Session {
                     self.cap.as_ref(),
                     intent,
                     &self.cancel.slot,
+                    &mut self.clusters,
                 )
                 .await;
             let mut lease = match waited {

@@ -34,7 +34,7 @@ use crate::engine::Probe;
 use crate::engine::position::Position;
 
 pub use self::choice::{Choice, Intent, RouteTo, Why};
-pub use self::registry::Topology;
+pub use self::registry::{ClusterCache, Topology};
 
 /// Failover events kept per cluster for the admin API.
 pub const EVENTS_KEPT: usize = 64;

@@ -7,6 +7,7 @@
 
 use crate::fasthash::FastMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 
@@ -16,6 +17,18 @@ use crate::config::{EngineKind, Settings};
 pub struct Topology {
     /// Configured names: [`FastMap`]'s hash (no client chooses them).
     clusters: ArcSwap<FastMap<String, Arc<ClusterState>>>,
+    /// Moved after every change of `clusters`: a session's
+    /// [`ClusterCache`] is good while it has not moved.
+    generation: AtomicU64,
+}
+
+/// A session's cluster as last looked up ([`Topology::cluster_cached`]):
+/// one atomic load per lease instead of a map lookup under `ArcSwap`,
+/// until a reload changes the clusters.
+#[derive(Default)]
+pub struct ClusterCache {
+    generation: u64,
+    state: Option<Arc<ClusterState>>,
 }
 
 impl Topology {
@@ -29,7 +42,26 @@ impl Topology {
             .collect();
         Self {
             clusters: ArcSwap::from_pointee(clusters),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// [`Self::cluster`] through a session's `cache`: looked up again only
+    /// after a change of the clusters (or for another name).
+    pub fn cluster_cached(&self, name: &str, cache: &mut ClusterCache) -> Option<Arc<ClusterState>> {
+        // Read before the map: a change published after this load moves
+        // the generation again, and the next lease looks again.
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(state) = &cache.state
+            && cache.generation == generation
+            && state.name == name
+        {
+            return Some(state.clone());
+        }
+        let state = self.cluster(name);
+        cache.generation = generation;
+        cache.state.clone_from(&state);
+        state
     }
 
     pub fn cluster(&self, name: &str) -> Option<Arc<ClusterState>> {
@@ -57,6 +89,7 @@ impl Topology {
             replaced = map.insert(state.name.clone(), state.clone());
             map
         });
+        self.generation.fetch_add(1, Ordering::Release);
         replaced
     }
 
@@ -68,6 +101,7 @@ impl Topology {
             removed = map.remove(name);
             map
         });
+        self.generation.fetch_add(1, Ordering::Release);
         removed
     }
 }

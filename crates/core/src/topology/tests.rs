@@ -491,3 +491,29 @@ fn a_failing_probe_is_logged_at_once_then_again_only_when_its_error_changes_or_a
         "a new run of failures after a success"
     );
 }
+
+#[test]
+fn a_sessions_cluster_cache_follows_a_reload_that_replaces_or_removes_the_cluster() {
+    let s = settings(2, "");
+    let topology = Topology::new(&s, crate::config::EngineKind::Postgres);
+    let mut cache = ClusterCache::default();
+    let first = topology.cluster_cached("c", &mut cache).expect("listed");
+    // Unchanged topology: the same state, from the cache.
+    let again = topology.cluster_cached("c", &mut cache).expect("listed");
+    assert!(Arc::ptr_eq(&first, &again));
+    // A reload replaces the cluster: the next look finds the new state.
+    let replaced = Arc::new(ClusterState::new(&s.clusters[0]));
+    topology.insert(replaced.clone());
+    let after = topology.cluster_cached("c", &mut cache).expect("listed");
+    assert!(Arc::ptr_eq(&after, &replaced));
+    assert!(!Arc::ptr_eq(&after, &first));
+    // Another name is looked up, not taken from the cache.
+    assert!(topology.cluster_cached("other", &mut cache).is_none());
+    assert!(Arc::ptr_eq(
+        &topology.cluster_cached("c", &mut cache).expect("listed"),
+        &replaced
+    ));
+    // A reload removes it: gone for the session too.
+    topology.remove("c");
+    assert!(topology.cluster_cached("c", &mut cache).is_none());
+}

@@ -78,6 +78,8 @@ pub struct Session {
     /// The configuration as its commands read it (taken again after a
     /// reload).
     pub(super) view: gatehouse_core::core::SettingsView,
+    /// The endpoint's cluster as its last lease found it.
+    pub(super) clusters: gatehouse_core::topology::ClusterCache,
     pub(super) endpoint: Arc<EndpointSettings>,
     pub(super) cancel: CancelKey<MyCancelTarget>,
     pub(super) _tenant_slot: Option<OwnedSemaphorePermit>,
@@ -161,6 +163,7 @@ pub fn start(
     drop(settings);
     let mut s = Box::new(Session {
         view: core.settings_view(),
+        clusters: gatehouse_core::topology::ClusterCache::default(),
         inspect,
         ruled: None,
         lease_wait: std::time::Duration::ZERO,

@@ -81,6 +81,9 @@ enum Waited {
 pub struct TxSession {
     pub core: Arc<Core<PgEngine>>,
     pub endpoint: Arc<EndpointSettings>,
+    /// The endpoint's cluster as its last lease found it (not kept
+    /// while parked).
+    clusters: gatehouse_core::topology::ClusterCache,
     pub pool: Arc<Pool<PgEngine>>,
     pub cancel: CancelKey<super::backend::PgCancelTarget>,
     pub session_id: u64,
@@ -258,6 +261,7 @@ impl TxSession {
         let split = (endpoint.role == gatehouse_settings::config::EndpointRole::Split).then(Box::default);
         Self {
             view: core.settings_view(),
+            clusters: gatehouse_core::topology::ClusterCache::default(),
             split,
             held: false,
             inspect,
@@ -588,11 +592,14 @@ async fn read_client(
 ) -> Option<std::io::Result<usize>> {
     let read = async {
         client.readable().await?;
-        if buf.capacity() == 0 {
+        if buf.is_empty() {
             // A transaction's first read: most messages are small, and a
-            // session keeps this buffer while it waits to park.
+            // session keeps this buffer while it waits to park. A kept
+            // buffer whose front earlier messages were split off is taken
+            // back whole here, in place (no allocation).
             buf.reserve(FIRST_READ);
         } else if buf.capacity() - buf.len() < 1024 {
+            // The rest of a larger message.
             buf.reserve(8192);
         }
         client.read_buf(buf).await

@@ -138,6 +138,7 @@ impl TxSession {
                 self.backend_cap.as_ref(),
                 intent,
                 &self.cancel.slot,
+                &mut self.clusters,
             )
             .await;
         let mut lease = match waited {
