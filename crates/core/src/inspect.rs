@@ -174,7 +174,13 @@ impl Inspector {
         console: bool,
         route: Option<Arc<crate::cancel::Route>>,
     ) {
-        let mut info = crate::cancel::ClientInfo::new(&self.tenant, &self.database, &self.endpoint, self.client, tls);
+        let mut info = crate::cancel::ClientInfo::new(
+            self.tenant.clone(),
+            &self.database,
+            self.endpoint.clone(),
+            self.client,
+            tls,
+        );
         info.console = console;
         info.route = route;
         let info = Arc::new(info);

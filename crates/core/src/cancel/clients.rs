@@ -35,11 +35,13 @@ pub struct ClientInfo {
 }
 
 impl ClientInfo {
-    pub fn new(tenant: &str, database: &str, endpoint: &str, addr: Option<IpAddr>, tls: bool) -> Self {
+    /// `tenant` and `endpoint`: the session's own names, shared (not
+    /// copied again for every session's description).
+    pub fn new(tenant: Arc<str>, database: &str, endpoint: Arc<str>, addr: Option<IpAddr>, tls: bool) -> Self {
         Self {
-            tenant: Arc::from(tenant),
+            tenant,
             database: Mutex::new(database.to_owned()),
-            endpoint: Arc::from(endpoint),
+            endpoint,
             addr,
             tls,
             console: false,
