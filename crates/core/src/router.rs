@@ -260,7 +260,8 @@ impl<E: Engine> Core<E> {
     /// of the session's) under the session's cancel `slot`, so that a
     /// cancel for the session ends the wait
     /// ([`CancelSlot::unless_cancelled`]). Also returns when the wait began
-    /// (`None`: lent at once), for the session's lease-wait meter. The
+    /// (`None`: lent at once), for the session's lease-wait meter. On an
+    /// error the slot is left empty. The
     /// endpoint's cluster is found through the session's `cache`
     /// ([`Topology::cluster_cached`]).
     pub async fn lease_or_wait<T: Clone>(
@@ -281,14 +282,22 @@ impl<E: Engine> Core<E> {
         };
         let state = match state {
             Ok(state) => state,
-            Err(e) => return (LeaseWait::Done(Err(e)), None),
+            Err(e) => {
+                slot.set(None);
+                return (LeaseWait::Done(Err(e)), None);
+            }
         };
         if let Some(lease) = self.lease_now(&state, endpoint, pool, cap, intent) {
             return (LeaseWait::Done(Ok(lease)), None);
         }
         let began = std::time::Instant::now();
         let routed = self.lease_on(state, endpoint, pool, cap, intent);
-        (Box::pin(slot.unless_cancelled(routed)).await, Some(began))
+        let waited = Box::pin(slot.unless_cancelled(routed)).await;
+        if let LeaseWait::Done(Err(_)) = &waited {
+            // No connection: nothing of the statement's is cancellable.
+            slot.set(None);
+        }
+        (waited, Some(began))
     }
 
     /// Routes one lease for a session of `endpoint` whose last pool is

@@ -115,7 +115,6 @@ impl Session {
             let mut lease = match waited {
                 LeaseWait::Done(Ok(lease)) => lease,
                 LeaseWait::Done(Err(e)) => {
-                    self.cancel.slot.set(None);
                     return Err(e);
                 }
                 LeaseWait::Cancelled => return Err(interrupted()),

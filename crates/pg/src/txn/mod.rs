@@ -15,6 +15,7 @@ mod inspect;
 mod lost;
 mod meter;
 mod prepare;
+mod read;
 mod server;
 mod split;
 
@@ -36,6 +37,7 @@ use gatehouse_core::engine::stream::ClientStream;
 use gatehouse_core::error::{Condition, ProxyError};
 use gatehouse_core::pool::{Lease, Pool};
 use gatehouse_settings::config::EndpointSettings;
+use read::{KEPT_READ_BUFFER_LIMIT, read_client};
 
 /// Non-data backend messages are held whole up to this size (a
 /// RowDescription of a very wide table); DataRow and CopyData stream.
@@ -52,16 +54,6 @@ const READ_CHUNK: usize = 32 * 1024;
 /// before the session parks: during a connection storm every session not
 /// yet parked holds its buffers, and that peak stays in the RSS.
 const KEPT_BUFFER_LIMIT: usize = 1024;
-
-/// What a transaction's first read of its client reserves
-/// ([`read_client`]): a larger message is read on into 8 KiB more.
-const FIRST_READ: usize = 1024;
-
-/// The client read buffer a session that will park keeps between
-/// transactions: the first read's, not one a larger message grew (an
-/// 8 KiB buffer kept by every session not yet parked showed as a KiB more
-/// per idle client after a burst of logins).
-const KEPT_READ_BUFFER_LIMIT: usize = FIRST_READ;
 
 /// How [`TxSession::run`] ended.
 pub enum Outcome {
@@ -579,33 +571,5 @@ impl TxSession {
     /// Pinned reason, if any (for tests and reports).
     pub fn pinned(&self) -> Option<&str> {
         self.pinned.as_deref()
-    }
-}
-
-/// Reads from the client, with a deadline while a message is incomplete.
-/// Waits for client data first (so an idle client needs no buffer), then
-/// reads it; both steps are cancel-safe.
-async fn read_client(
-    client: &mut ClientStream,
-    buf: &mut BytesMut,
-    deadline: Option<Duration>,
-) -> Option<std::io::Result<usize>> {
-    let read = async {
-        client.readable().await?;
-        if buf.is_empty() {
-            // A transaction's first read: most messages are small, and a
-            // session keeps this buffer while it waits to park. A kept
-            // buffer whose front earlier messages were split off is taken
-            // back whole here, in place (no allocation).
-            buf.reserve(FIRST_READ);
-        } else if buf.capacity() - buf.len() < 1024 {
-            // The rest of a larger message.
-            buf.reserve(8192);
-        }
-        client.read_buf(buf).await
-    };
-    match deadline {
-        Some(d) => tokio::time::timeout(d, read).await.ok(),
-        None => Some(read.await),
     }
 }

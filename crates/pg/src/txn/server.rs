@@ -144,7 +144,6 @@ impl TxSession {
         let mut lease = match waited {
             LeaseWait::Done(Ok(lease)) => lease,
             LeaseWait::Done(Err(e)) => {
-                self.cancel.slot.set(None);
                 self.core.stats.record_error(&e);
                 tracing::info!(session = self.session_id, error = %e, "no backend connection for the statement");
                 return Ok(Some(e));
