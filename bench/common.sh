@@ -9,6 +9,8 @@ BENCH_TENANT=bench
 BENCH_TENANT_PW=bench-tenant-pw
 # sysbench_detail runs sysbench under this when a script sets it.
 SB_OBSERVE=()
+# shellcheck source=bench/testbed.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testbed.sh"
 
 # Builds the release binaries once.
 build_release() {
@@ -29,9 +31,11 @@ cluster_up() {
   local dir=$1 replicas=${2:-0} maxconn=${3:-300} scale=${4:-10}
   "$TESTKIT" down --dir "$dir" >/dev/null 2>&1 || true
   # shellcheck disable=SC2086
-  "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" ${GH_TESTKIT_UP_ARGS:-} >/dev/null
+  "$TESTKIT" up --dir "$dir" --pg-replicas "$replicas" --pg-max-connections "$maxconn" ${GH_TESTKIT_UP_ARGS:-} \
+    $(testbed_up_args) >/dev/null
   # shellcheck disable=SC1091
   source "$dir/cluster.env"
+  testbed_hosts "$dir"
   export PGPASSWORD="$GH_PG_PASSWORD"
   local su=(psql -X -q -h 127.0.0.1 -p "$GH_PG_PRIMARY_PORT" -U "$GH_PG_USER" -d postgres -v ON_ERROR_STOP=1)
   "${su[@]}" -c "CREATE ROLE $BENCH_OWNER LOGIN PASSWORD '$BENCH_OWNER_PW'"

@@ -58,14 +58,25 @@ pub struct RelayArgs {
     /// Forward each connection to HOST:PORT (resolved once, at start).
     #[arg(long, value_name = "HOST:PORT")]
     pub to: String,
-    /// One-way delay of every chunk, in milliseconds (a round trip costs
-    /// twice this).
-    #[arg(long, value_name = "MS")]
-    pub delay_ms: u64,
+    /// One-way delay of every chunk, in milliseconds, fractions allowed
+    /// (a round trip costs twice this).
+    #[arg(long, value_name = "MS", value_parser = parse_ms)]
+    pub delay_ms: Duration,
     /// Each chunk's delay drawn uniformly from delay ± jitter (at least 0,
     /// order kept).
-    #[arg(long, value_name = "MS", default_value_t = 0)]
-    pub jitter_ms: u64,
+    #[arg(long, value_name = "MS", default_value = "0", value_parser = parse_ms)]
+    pub jitter_ms: Duration,
+}
+
+/// Milliseconds, fractions allowed (`0.25`), as a duration.
+fn parse_ms(raw: &str) -> Result<Duration, String> {
+    let ms: f64 = raw
+        .parse()
+        .map_err(|_| format!("{raw:?} is not a number of milliseconds"))?;
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(format!("{raw:?}: must be zero or more"));
+    }
+    Ok(Duration::from_secs_f64(ms / 1000.0))
 }
 
 /// How long a chunk takes one way.
@@ -94,8 +105,8 @@ pub async fn serve(args: &RelayArgs) -> Result<()> {
         .next()
         .with_context(|| format!("--to {} resolves to no address", args.to))?;
     let delay = Delay {
-        one_way: Duration::from_millis(args.delay_ms),
-        jitter: Duration::from_millis(args.jitter_ms),
+        one_way: args.delay_ms,
+        jitter: args.jitter_ms,
     };
     let listener = TcpListener::bind(&args.listen)
         .await

@@ -11,7 +11,8 @@ use anyhow::{Context, Result, bail};
 use crate::env_file::{self, State};
 use crate::model::{Engine, Options, Role, Server};
 use crate::ports::{free_port, socket_dir};
-use crate::sys::{Tools, random_password};
+use crate::sys::{Tools, pid_alive, random_password, read_pid, signal};
+use crate::testbed::{self, Hosts};
 use crate::{mysql, pg, tls};
 
 const ENV_FILE: &str = "cluster.env";
@@ -61,11 +62,14 @@ impl Cluster {
                 mysql_primary: None,
                 tls,
                 pg_bindir: opts.pg_bindir.clone(),
+                testbed: opts.testbed.clone(),
+                testbed_id: None,
             },
             tools,
             detached: false,
         };
         // On error `c` is dropped, which stops whatever already started.
+        c.open_testbed()?;
         if opts.pg {
             c.launch(Engine::Postgres, 0)?;
             c.st.pg_primary = Some("pg0".into());
@@ -104,8 +108,10 @@ impl Cluster {
             engine,
             host: "127.0.0.1".into(),
             port: free_port(&taken)?,
+            client_port: 0,
             role: if i == 0 { Role::Primary } else { Role::Replica },
         };
+        s.client_port = s.port;
         self.st.servers.push(s.clone());
         self.write_env()?;
         let primary = if i == 0 {
@@ -151,11 +157,99 @@ impl Cluster {
                 mysql::replicate_from(&s, p, &st.mysql_password)?;
             }
         }
-        let port = s.port;
+        s.client_port = s.port;
         if let Some(slot) = self.st.servers.iter_mut().find(|x| x.name == s.name) {
-            slot.port = port;
+            slot.port = s.port;
+            slot.client_port = s.port;
         }
+        self.place_on_testbed(&s.name)?;
         self.write_env()
+    }
+
+    /// Creates the testbed's hosts cgroup id (and the network host, for
+    /// the relays), when the options ask for a testbed.
+    fn open_testbed(&mut self) -> Result<()> {
+        let bed = &self.st.testbed;
+        if bed.is_empty() {
+            return Ok(());
+        }
+        let budgets = testbed::cpu_budgets_available();
+        if bed.server_cpu.is_some() || bed.open {
+            budgets
+                .clone()
+                .map_err(|why| anyhow::anyhow!("the testbed cannot give servers CPU budgets here: {why}"))?;
+        }
+        if budgets.is_ok() {
+            let hosts = Hosts::with_id(&Hosts::new_id(&self.st.dir));
+            self.st.testbed_id = Some(hosts.id().to_string());
+            self.write_env()?;
+            if bed.latency.is_some() {
+                hosts.create(testbed::NET_HOST, Some(bed.net_cpu.unwrap_or(testbed::DEFAULT_NET_CPU)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The testbed's hosts, when it has any.
+    pub fn testbed_hosts(&self) -> Option<Hosts> {
+        self.st.testbed_id.as_deref().map(Hosts::with_id)
+    }
+
+    /// The testbed this cluster runs on.
+    pub fn testbed(&self) -> &testbed::Testbed {
+        &self.st.testbed
+    }
+
+    /// Puts server `name` (running) on its host: its processes into its
+    /// CPU budget, and with a latency a relay in front of it (kept across
+    /// restarts: it dials the server anew per connection).
+    pub(crate) fn place_on_testbed(&mut self, name: &str) -> Result<()> {
+        let s = self.server(name)?.clone();
+        let bed = self.st.testbed.clone();
+        let hosts = self.testbed_hosts();
+        if let (Some(cpu), Some(hosts)) = (bed.server_cpu, &hosts) {
+            let pid = match s.engine {
+                Engine::Postgres => pg::running_pid(&s),
+                Engine::Mysql => mysql::running_pid(&s),
+            }
+            .with_context(|| format!("{name} is not running"))?;
+            hosts.create(name, Some(cpu))?;
+            hosts.enter_tree(name, pid)?;
+        }
+        if let Some(latency) = bed.latency {
+            let pid_file = s.dir.join("relay.pid");
+            if read_pid(&pid_file).is_some_and(pid_alive) && s.client_port != s.port {
+                return Ok(());
+            }
+            let port = testbed::start_relay(&bed, s.port, latency, &s.dir, &pid_file)?;
+            if let (Some(hosts), Some(pid)) = (&hosts, read_pid(&pid_file)) {
+                hosts.enter(testbed::NET_HOST, pid)?;
+            }
+            if let Some(slot) = self.st.servers.iter_mut().find(|x| x.name == name) {
+                slot.client_port = port;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the relays and removes the testbed's hosts.
+    fn close_testbed(&mut self) -> Result<()> {
+        let mut relays = Vec::new();
+        for s in &self.st.servers {
+            let pid_file = s.dir.join("relay.pid");
+            if let Some(pid) = read_pid(&pid_file).filter(|p| pid_alive(*p)) {
+                relays.push(pid);
+            }
+            let _ = std::fs::remove_file(pid_file);
+        }
+        if !relays.is_empty() {
+            signal("TERM", &relays)?;
+        }
+        if let Some(hosts) = self.testbed_hosts() {
+            hosts.remove()?;
+            self.st.testbed_id = None;
+        }
+        Ok(())
     }
 
     /// Re-open a cluster from `dir/cluster.env`. The handle is detached:
@@ -194,6 +288,9 @@ impl Cluster {
                     first_err.get_or_insert(e);
                 }
             }
+        }
+        if let Err(e) = self.close_testbed() {
+            first_err.get_or_insert(e);
         }
         first_err.map_or(Ok(()), Err)
     }

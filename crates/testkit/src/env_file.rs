@@ -4,14 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
 use crate::model::{Engine, Role, Server};
+use crate::testbed::Testbed;
 use crate::{mysql, pg, tls};
 
 /// Everything `cluster.env` records.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct State {
     pub dir: PathBuf,
     pub servers: Vec<Server>,
@@ -28,6 +30,10 @@ pub(crate) struct State {
     /// Where the PostgreSQL binaries are, when not the host's own
     /// ([`crate::Options::pg_bindir`]).
     pub pg_bindir: Option<PathBuf>,
+    /// The testbed the servers run on ([`crate::Options::testbed`]).
+    pub testbed: Testbed,
+    /// Its hosts' cgroup id, when it gives budgets or runs relays.
+    pub testbed_id: Option<String>,
 }
 
 /// Quote a value for POSIX sh: bare if harmless, else single-quoted.
@@ -108,6 +114,23 @@ pub(crate) fn render(st: &State) -> String {
     if let Some(dir) = &st.pg_bindir {
         put("GH_PG_BINDIR", &dir.to_string_lossy());
     }
+    if let Some(id) = &st.testbed_id {
+        put("GH_TESTBED_ID", id);
+    }
+    let bed = &st.testbed;
+    if let Some(cpu) = bed.server_cpu {
+        put("GH_TESTBED_SERVER_CPU", &cpu.to_string());
+    }
+    if let Some(lat) = bed.latency {
+        put("GH_TESTBED_LATENCY_US", &lat.as_micros().to_string());
+        put("GH_TESTBED_JITTER_US", &bed.jitter.as_micros().to_string());
+    }
+    if let Some(cpu) = bed.net_cpu {
+        put("GH_TESTBED_NET_CPU", &cpu.to_string());
+    }
+    if let Some(bin) = &bed.relay_bin {
+        put("GH_TESTBED_RELAY_BIN", &bin.to_string_lossy());
+    }
     for engine in [Engine::Postgres, Engine::Mysql] {
         let p = engine_prefix(engine);
         let (user, password, max_conn, primary) = match engine {
@@ -128,12 +151,13 @@ pub(crate) fn render(st: &State) -> String {
         if let Some(s) = primary.as_ref().and_then(|n| servers.iter().find(|s| &s.name == n)) {
             put(&format!("GH_{p}_PRIMARY"), &s.name);
             put(&format!("GH_{p}_PRIMARY_HOST"), &s.host);
-            put(&format!("GH_{p}_PRIMARY_PORT"), &s.port.to_string());
+            put(&format!("GH_{p}_PRIMARY_PORT"), &s.client_port.to_string());
         }
         for s in servers {
             let k = format!("GH_{}", s.name.to_uppercase());
             put(&format!("{k}_HOST"), &s.host);
-            put(&format!("{k}_PORT"), &s.port.to_string());
+            put(&format!("{k}_PORT"), &s.client_port.to_string());
+            put(&format!("{k}_SERVER_PORT"), &s.port.to_string());
             put(&format!("{k}_ROLE"), s.role.as_str());
             put(&format!("{k}_DIR"), &s.dir.to_string_lossy());
         }
@@ -156,6 +180,22 @@ pub(crate) fn parse(text: &str) -> Result<State> {
         mysql_primary: map.get("GH_MYSQL_PRIMARY").cloned(),
         tls: map.get("GH_TLS_CA").map(|ca| tls::Files::beside(ca.into())),
         pg_bindir: map.get("GH_PG_BINDIR").map(PathBuf::from),
+        testbed: Testbed {
+            server_cpu: map.get("GH_TESTBED_SERVER_CPU").map(|v| v.parse()).transpose()?,
+            latency: map
+                .get("GH_TESTBED_LATENCY_US")
+                .map(|v| v.parse().map(Duration::from_micros))
+                .transpose()?,
+            jitter: map
+                .get("GH_TESTBED_JITTER_US")
+                .map(|v| v.parse().map(Duration::from_micros))
+                .transpose()?
+                .unwrap_or_default(),
+            net_cpu: map.get("GH_TESTBED_NET_CPU").map(|v| v.parse()).transpose()?,
+            relay_bin: map.get("GH_TESTBED_RELAY_BIN").map(PathBuf::from),
+            open: map.contains_key("GH_TESTBED_ID"),
+        },
+        testbed_id: map.get("GH_TESTBED_ID").cloned(),
     };
     for engine in [Engine::Postgres, Engine::Mysql] {
         let p = engine_prefix(engine);
@@ -166,13 +206,19 @@ pub(crate) fn parse(text: &str) -> Result<State> {
                 "replica" => Role::Replica,
                 other => bail!("{k}_ROLE: unknown role {other:?}"),
             };
+            let client_port = get(&format!("{k}_PORT"))?
+                .parse()
+                .with_context(|| format!("{k}_PORT"))?;
+            let port = match map.get(&format!("{k}_SERVER_PORT")) {
+                Some(p) => p.parse().with_context(|| format!("{k}_SERVER_PORT"))?,
+                None => client_port,
+            };
             st.servers.push(Server {
                 name: name.to_string(),
                 engine,
                 host: get(&format!("{k}_HOST"))?.clone(),
-                port: get(&format!("{k}_PORT"))?
-                    .parse()
-                    .with_context(|| format!("{k}_PORT"))?,
+                port,
+                client_port,
                 role,
                 dir: PathBuf::from(get(&format!("{k}_DIR"))?),
             });
@@ -204,6 +250,7 @@ mod tests {
                     engine: Engine::Postgres,
                     host: "127.0.0.1".into(),
                     port: 20001,
+                    client_port: 20003,
                     role: Role::Primary,
                     dir: "/tmp/x y/pg0".into(),
                 },
@@ -212,6 +259,7 @@ mod tests {
                     engine: Engine::Mysql,
                     host: "127.0.0.1".into(),
                     port: 20002,
+                    client_port: 20002,
                     role: Role::Replica,
                     dir: "/tmp/x y/my1".into(),
                 },
@@ -224,9 +272,21 @@ mod tests {
             mysql_primary: None,
             tls: Some(tls::Files::under("/tmp/x y".as_ref())),
             pg_bindir: Some("/var/tmp/pg 17/bin".into()),
+            testbed: Testbed {
+                server_cpu: Some(0.25),
+                latency: Some(Duration::from_micros(500)),
+                jitter: Duration::from_micros(50),
+                net_cpu: Some(0.3),
+                relay_bin: Some("/x/gatehouse-loadgen".into()),
+                open: true,
+            },
+            testbed_id: Some("x-y-1".into()),
         };
         let text = render(&st);
-        assert!(text.contains("GH_PG_PRIMARY_PORT=20001\n"), "{text}");
+        // The client side's port (a relay's, with a latency) is the port
+        // scripts see; the server's own is recorded beside it.
+        assert!(text.contains("GH_PG_PRIMARY_PORT=20003\n"), "{text}");
+        assert!(text.contains("GH_PG0_SERVER_PORT=20001\n"), "{text}");
         assert!(text.contains("GH_TLS_CA=\"/tmp/x y/tls/ca.pem\"\n"), "{text}");
         assert!(text.contains("GH_MY1_ROLE=replica\n"), "{text}");
         assert_eq!(parse(&text).unwrap(), st);

@@ -7,7 +7,9 @@
 //! shell-sourceable `cluster.env` format in `env_file.rs`, the certificates
 //! of a TLS-enabled cluster in `tls.rs`; `trials` runs a test binary's cases
 //! against one such cluster set up once; `faults` is a TCP relay that
-//! breaks the network between a proxy and a server on command.
+//! breaks the network between a proxy and a server on command; `testbed`
+//! gives servers (and the proxy, the load generator) CPU budgets and a
+//! latency of their own.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +23,7 @@ mod ops;
 mod pg;
 pub mod ports;
 mod sys;
+pub mod testbed;
 mod tls;
 pub mod trials;
 

@@ -27,7 +27,13 @@ pub struct Server {
     pub engine: Engine,
     /// Always "127.0.0.1".
     pub host: String,
+    /// The port the server listens on (the kit's own connections and
+    /// replication use it).
     pub port: u16,
+    /// The port the client side reaches it on: `port`, or with a testbed
+    /// latency the port of the relay that delays its traffic (see
+    /// [`crate::testbed`]). `cluster.env`'s `GH_<NAME>_PORT` is this one.
+    pub client_port: u16,
     pub role: Role,
     /// The server's own directory (data dir, log and socket live below it).
     pub dir: PathBuf,
@@ -38,10 +44,15 @@ impl Server {
     pub fn addr(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
+
+    /// "127.0.0.1:CLIENT_PORT": where the client side reaches it.
+    pub fn client_addr(&self) -> String {
+        format!("{}:{}", self.host, self.client_port)
+    }
 }
 
 /// What [`Cluster::up`] starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     pub pg: bool,
     pub pg_replicas: usize,
@@ -56,6 +67,9 @@ pub struct Options {
     /// PostgreSQL binaries other than the host's (a newer server, say);
     /// `None`: `GH_PG_BINDIR` or the installed PostgreSQL 15.
     pub pg_bindir: Option<std::path::PathBuf>,
+    /// Hosts of their own: each server's CPU budget and its latency from
+    /// the client side ([`crate::testbed`]); empty by default.
+    pub testbed: crate::testbed::Testbed,
 }
 
 impl Default for Options {
@@ -69,6 +83,7 @@ impl Default for Options {
             mysql_max_connections: 200,
             tls: false,
             pg_bindir: None,
+            testbed: crate::testbed::Testbed::default(),
         }
     }
 }

@@ -39,7 +39,7 @@ fn socket(s: &Server) -> PathBuf {
     socket_dir(&s.dir).join("my.sock")
 }
 
-fn running_pid(s: &Server) -> Option<u32> {
+pub(crate) fn running_pid(s: &Server) -> Option<u32> {
     read_pid(&pid_file(s)).filter(|pid| pid_alive(*pid))
 }
 

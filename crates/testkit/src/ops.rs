@@ -87,6 +87,12 @@ impl Cluster {
     /// serve, say; a later `restart` drops them). PostgreSQL servers take
     /// settings by `ALTER SYSTEM` instead, so `options` must be empty.
     pub fn restart_with(&mut self, name: &str, options: &[&str]) -> Result<()> {
+        self.start_again(name, options)?;
+        // Back on its host: a restarted server is a new process tree.
+        self.place_on_testbed(name)
+    }
+
+    fn start_again(&self, name: &str, options: &[&str]) -> Result<()> {
         let s = self.server(name)?;
         match s.engine {
             Engine::Postgres if !options.is_empty() => {

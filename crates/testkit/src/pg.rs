@@ -31,7 +31,7 @@ fn pid_file(s: &Server) -> PathBuf {
 }
 
 /// Pid of the running postmaster, if any.
-fn running_pid(s: &Server) -> Option<u32> {
+pub(crate) fn running_pid(s: &Server) -> Option<u32> {
     read_pid(&pid_file(s)).filter(|pid| pid_alive(*pid))
 }
 
