@@ -308,10 +308,10 @@ sysbench_detail() {
   local outfile=$1 status=ok TIMEFORMAT='%U %S'
   shift
   if ((${#SB_OBSERVE[@]})); then
-    { time "${SB_OBSERVE[@]}" --log "$outfile" -- sysbench "$@" --report-interval=1 --histogram=on run \
+    { time "${SB_OBSERVE[@]}" --log "$outfile" -- "${TB_CLIENT[@]}" sysbench "$@" --report-interval=1 --histogram=on run \
       >"$outfile.observe" 2>&1; } 2>"$outfile.time" || status=failed
   else
-    { time sysbench "$@" run >"$outfile" 2>&1; } 2>"$outfile.time" || status=failed
+    { time "${TB_CLIENT[@]}" sysbench "$@" run >"$outfile" 2>&1; } 2>"$outfile.time" || status=failed
   fi
   awk -v status="$status" -v cpu="$(awk '{ print $1 + $2 }' "$outfile.time")" '
     $1 == "transactions:" { tx = $2; tps = $3; sub(/^\(/, "", tps) }

@@ -40,6 +40,16 @@
 #   BENCH_SKIP_TRX=on bench/split.sh                     # autocommit statements, no BEGIN/COMMIT
 #                                                        # (duplicate keys, 1062, then ignored and counted)
 #   BENCH_TARGETS="direct rw split" bench/split.sh       # also a plain read_write endpoint (same pool)
+#   bench/split.sh --server-cpu 0.3 --proxy-cpu 0.5 --client-cpu 0.5   # on the testbed
+#   bench/split.sh --server-cpu 0.3 --proxy-cpu 0.5 --client-cpu 0.5 --az-latency 1ms
+#
+# Options: the testbed's (bench/testbed.sh): every server a host with its
+# own CPU budget, as on separate machines, so that the replicas have CPU of
+# their own to give to the reads the split endpoint sends them; with
+# --az-latency the servers are that round trip away from sysbench and the
+# proxy (a proxy next to the client, the databases in another zone). The
+# report then prints the bound the budgets allow: what the servers that
+# ran the SELECTs could serve, over what the writer alone could.
 #
 # Knobs: BENCH_WORKLOADS (read_only write_only read_write), BENCH_THREADS
 # (16; several allowed), BENCH_SECONDS (20), BENCH_ROUNDS (2), BENCH_POOL (8,
@@ -48,6 +58,8 @@
 # disable = text queries), BENCH_SKIP_TRX (off), BENCH_TARGETS (direct split;
 # also rw), BENCH_READ_YOUR_WRITES (true), BENCH_MAX_REPLICA_LAG (10s),
 # BENCH_WARMUP (seconds of unrecorded oltp_read_only per target first, 2),
+# BENCH_WRITER_READS (false; true: the split endpoint's writer_reads, the
+# writer also takes reads when it is the least busy),
 # GH_WORKER_THREADS (the proxy's, 1).
 # Raw data under .bench/split/.
 set -euo pipefail
@@ -56,6 +68,7 @@ source scripts/lib.sh
 source bench/common.sh
 ensure_packages
 ensure_rust
+testbed_options "$@"
 build_release
 
 SECS=${BENCH_SECONDS:-20}
@@ -69,6 +82,7 @@ TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
 PS_MODE=${BENCH_PS_MODE:-auto}
 SKIP_TRX=${BENCH_SKIP_TRX:-off}
 RYW=${BENCH_READ_YOUR_WRITES:-true}
+WRITER_READS=${BENCH_WRITER_READS:-false}
 MAX_LAG=${BENCH_MAX_REPLICA_LAG:-10s}
 WARMUP=${BENCH_WARMUP:-2}
 MAX_CONNECTIONS=400
@@ -92,6 +106,7 @@ for target in "${TARGETS[@]}"; do
 done
 case $SKIP_TRX in on | off) ;; *) echo "BENCH_SKIP_TRX must be on or off" >&2; exit 2 ;; esac
 case $RYW in true | false) ;; *) echo "BENCH_READ_YOUR_WRITES must be true or false" >&2; exit 2 ;; esac
+case $WRITER_READS in true | false) ;; *) echo "BENCH_WRITER_READS must be true or false" >&2; exit 2 ;; esac
 
 GH_PROXY_PID=
 cleanup() {
@@ -108,11 +123,14 @@ SB_COMMON=(--mysql-host=127.0.0.1 --mysql-db="$BENCH_DB" --mysql-ssl=off --table
 # sysbench's default deadlocks and lock waits.
 if [ "$SKIP_TRX" = on ]; then SB_COMMON+=("--mysql-ignore-errors=1062,1213,1020,1205"); fi
 
-log "starting MariaDB: a primary and $REPLICAS replicas (max_connections $MAX_CONNECTIONS), loading $TABLES x $TABLE_SIZE rows on the primary"
+log "starting MariaDB: a primary and $REPLICAS replicas (max_connections $MAX_CONNECTIONS), loading $TABLES x $TABLE_SIZE rows on the primary; testbed: $(testbed_describe)"
 "$TESTKIT" down --dir "$DIR/cluster" >/dev/null 2>&1 || true
-"$TESTKIT" up --dir "$DIR/cluster" --no-pg --mysql-replicas "$REPLICAS" --mysql-max-connections "$MAX_CONNECTIONS" >/dev/null
+# shellcheck disable=SC2046
+"$TESTKIT" up --dir "$DIR/cluster" --no-pg --mysql-replicas "$REPLICAS" --mysql-max-connections "$MAX_CONNECTIONS" \
+  $(testbed_up_args) >/dev/null
 # shellcheck disable=SC1091
 source "$DIR/cluster/cluster.env"
+testbed_hosts "$DIR/cluster"
 read -r -a SERVERS <<<"$GH_MYSQL_SERVERS" # my0 (the primary) my1 my2
 if [ "${SERVERS[0]}" != "$GH_MYSQL_PRIMARY" ] || ((${#SERVERS[@]} != REPLICAS + 1)); then
   echo "unexpected servers \"$GH_MYSQL_SERVERS\" (primary $GH_MYSQL_PRIMARY)" >&2
@@ -213,6 +231,7 @@ listen = "127.0.0.1:$SPLIT_PORT"
 cluster = "bench"
 role = "split"
 read_your_writes = $RYW
+writer_reads = $WRITER_READS
 max_replica_lag = "$MAX_LAG"
 pool_mode = "transaction"
 max_client_connections = 20000
@@ -243,7 +262,8 @@ password = "$GH_MYSQL_PASSWORD"
 TOML
 "$GATEHOUSE" check-config "$DIR/gatehouse.toml" >/dev/null
 log "starting Gatehouse (split endpoint over primary + $REPLICAS replicas, pool $POOL per backend, transaction mode, read_your_writes $RYW)"
-"$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
+read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
+"${wrap[@]}" "$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
 GH_PROXY_PID=$!
 wait_port 127.0.0.1 "$SPLIT_PORT"
 wait_port 127.0.0.1 "$ADMIN_PORT"
@@ -405,9 +425,10 @@ report() {
   echo
   echo "Read/write split: MariaDB $MARIADB_VERSION, a primary + $REPLICAS replicas (GTID, row-based binlog), $(sysbench --version),"
   echo "$TABLES tables x $TABLE_SIZE rows, --db-ps-mode=$PS_MODE, --skip_trx=$SKIP_TRX, userstat on, $(nproc) cores"
-  echo "Gatehouse: split endpoint (read_your_writes $RYW, max_replica_lag $MAX_LAG) over all three, transaction pooling,"
+  echo "Gatehouse: split endpoint (read_your_writes $RYW, writer_reads $WRITER_READS, max_replica_lag $MAX_LAG) over all three, transaction pooling,"
   echo "pool $POOL per backend, ${GH_WORKER_THREADS:-1} worker thread(s); targets: ${TARGETS[*]} (direct = the primary);"
   echo "${SECS}s x $ROUNDS rounds per cell, means; * = some rounds failed (mean of the others); failed = all rounds failed"
+  echo "testbed: $(testbed_describe)"
   echo
   echo "Throughput, latency (ms per transaction: average, 99th percentile), sysbench's ignored errors (all rounds)"
   printf '%-10s %7s %-6s | %8s %9s %6s | %8s %8s | %5s\n' workload threads target TPS QPS "/dir" "lat avg" "lat p99" errors
@@ -425,6 +446,14 @@ report() {
     done
   done
   echo
+  if testbed_on && [ -n "$TB_SERVER_CPU" ]; then
+    local readers=$REPLICAS
+    [ "$WRITER_READS" = true ] && readers=$((REPLICAS + 1))
+    echo "The bound on this testbed: every server has $TB_SERVER_CPU cores, so a split endpoint can serve at most ${readers}x"
+    echo "direct's reads (the $readers servers that take them$([ "$WRITER_READS" = true ] || echo ", the writer not among them: BENCH_WRITER_READS=true adds it")),"
+    echo "and read_write's writes stay on the one writer"
+    echo
+  fi
   echo "Who ran the SELECTs, over the ok runs: each server's share of its Com_select delta (every SELECT it executed: the"
   echo "proxy's health probes too), and of the bench user's SELECT_COMMANDS (sysbench's, and through the proxy also the"
   echo "proxy's own on its pooled connections: SELECT @@last_gtid after a transaction that may have written, with"
@@ -443,7 +472,8 @@ report() {
   done
   echo
   echo "Leases the proxy routed over the ok runs, by why (ryw = writer_read_your_writes: no replica had replayed the"
-  echo "client's last write; other = caught_up_reader: a replica asked at the lease had replayed it), against sysbench's transactions"
+  echo "client's last write; other = caught_up_reader: a replica asked at the lease had replayed it, or writer_as_reader: the"
+  echo "writer was the least busy, with writer_reads), against sysbench's transactions"
   printf '%-10s %7s %-6s | %9s %9s %9s %9s %7s | %9s\n' workload threads target writer reader fallback ryw other "sb tx"
   for cell in "${cells[@]}"; do
     read -r w t <<<"$cell"
@@ -492,6 +522,7 @@ report() {
   local plain="$DIR/gatehouse.plain.log"
   sed -E 's/\x1b\[[0-9;]*m//g' "$DIR/gatehouse.log" >"$plain"
   echo "Proxy log ($plain): $(grep -c ' ERROR ' "$plain" || true) ERROR lines, $(grep -c ' WARN ' "$plain" || true) WARN lines"
+  testbed_report
   echo "total time $((SECONDS - started)) s; raw runs: $results, sysbench output in $DIR/runs/, proxy config $DIR/gatehouse.toml"
 }
 report | tee "$DIR/report.txt"
@@ -515,8 +546,9 @@ for cell in "${cells[@]}"; do
     --config "machine=$MACHINE" \
     --config "servers=MariaDB $MARIADB_VERSION, a primary and $REPLICAS replicas (GTID, row-based binlog)" \
     --config "load=$(sysbench --version) oltp_$w, $t threads, $TABLES tables of $TABLE_SIZE rows, ps-mode $PS_MODE, skip_trx $SKIP_TRX, ${SECS} s per run, $ROUNDS round(s)" \
+    --config "testbed=$(testbed_describe)" \
     --config "direct=the primary, bench_owner's password" \
-    --config "split=a split endpoint over the primary and both replicas, transaction pooling, pool $POOL per backend, read_your_writes $RYW" \
+    --config "split=a split endpoint over the primary and both replicas, transaction pooling, pool $POOL per backend, read_your_writes $RYW, writer_reads $WRITER_READS" \
     --config "rw=a read_write endpoint over the same cluster and pool" \
     "${runs[@]}" >"$DIR/$w-t$t.txt"
   pages+=("$DIR/$w-t$t.html")

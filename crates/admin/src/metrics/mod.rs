@@ -194,7 +194,7 @@ pub fn render(state: &AdminState) -> Result<String, std::fmt::Error> {
     registry.register("cluster_failovers", "Writer changes after a writer was lost", failovers);
     registry.register(
         "routed",
-        "Leases routed, by why the router chose their backend (writer, least_busy_reader, writer_fallback, writer_read_your_writes, caught_up_reader)",
+        "Leases routed, by why the router chose their backend (writer, least_busy_reader, writer_fallback, writer_read_your_writes, caught_up_reader, writer_as_reader, rule_*)",
         routed_why,
     );
     registry.register(

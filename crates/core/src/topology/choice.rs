@@ -43,10 +43,13 @@ pub enum Why {
     RuleBackend,
     /// A query rule's `route = { cluster = "name" }`: that cluster's writer.
     RuleCluster,
+    /// A read on the writer of an endpoint with `writer_reads`, which had
+    /// the fewest leases among it and the usable replicas.
+    WriterAsReader,
 }
 
 impl Why {
-    pub const ALL: [Why; 9] = [
+    pub const ALL: [Why; 10] = [
         Why::Writer,
         Why::LeastBusyReader,
         Why::WriterFallback,
@@ -56,6 +59,7 @@ impl Why {
         Why::RuleReplica,
         Why::RuleBackend,
         Why::RuleCluster,
+        Why::WriterAsReader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,6 +73,7 @@ impl Why {
             Self::RuleReplica => "rule_replica",
             Self::RuleBackend => "rule_backend",
             Self::RuleCluster => "rule_cluster",
+            Self::WriterAsReader => "writer_as_reader",
         }
     }
 }
@@ -147,7 +152,7 @@ impl ClusterState {
             (_, Intent::Ruled(RouteTo::Cluster(_))) => return writer(Why::RuleCluster),
             (_, Intent::Ruled(RouteTo::Backend(addr))) => return self.usable_backend(addr),
             (_, Intent::Ruled(RouteTo::Replica)) => {
-                return match self.least_busy_reader(endpoint.max_replica_lag, None, take_turn, warm) {
+                return match self.least_busy_reader(endpoint.max_replica_lag, None, None, take_turn, warm) {
                     Reader::Found(backend) => Some(Choice {
                         backend,
                         why: Why::RuleReplica,
@@ -159,11 +164,21 @@ impl ClusterState {
             (EndpointRole::ReadOnly, _) => None,
             (EndpointRole::Split, Intent::Read { after }) => after,
         };
-        match self.least_busy_reader(endpoint.max_replica_lag, after, take_turn, warm) {
-            Reader::Found(backend) => Some(Choice {
-                backend,
-                why: Why::LeastBusyReader,
-            }),
+        // With `writer_reads`, the writer competes with the replicas.
+        let also = if endpoint.writer_reads {
+            self.writer.load_full().filter(|w| !w.draining.load(Ordering::Relaxed))
+        } else {
+            None
+        };
+        match self.least_busy_reader(endpoint.max_replica_lag, after, also.as_ref(), take_turn, warm) {
+            Reader::Found(backend) => {
+                let why = if also.as_ref().is_some_and(|w| Arc::ptr_eq(w, &backend)) {
+                    Why::WriterAsReader
+                } else {
+                    Why::LeastBusyReader
+                };
+                Some(Choice { backend, why })
+            }
             Reader::NotReplayed => writer(Why::WriterReadYourWrites),
             Reader::None if endpoint.role == EndpointRole::Split => writer(Why::WriterFallback),
             Reader::None => match endpoint.reader_fallback {
@@ -189,11 +204,14 @@ impl ClusterState {
     /// holds, else the tied replicas take turns, so equal replicas share
     /// the load evenly; the turn moves only when `take_turn` (a lease, not
     /// a mere look). With `after`, only a replica whose last probe showed
-    /// it had replayed that position is usable.
+    /// it had replayed that position is usable. `writer` (an endpoint's
+    /// `writer_reads`): the elected writer competes as one more reader
+    /// when some replica is usable.
     fn least_busy_reader(
         &self,
         max_lag: Option<Duration>,
         after: Option<&Position>,
+        writer: Option<&Arc<BackendState>>,
         take_turn: bool,
         warm: &dyn Fn(&BackendState) -> bool,
     ) -> Reader {
@@ -218,11 +236,19 @@ impl ClusterState {
             )
         };
         let cmp = |(l1, w1): (usize, usize), (l2, w2): (usize, usize)| (l1 * w2).cmp(&(l2 * w1));
-        let mut scored: Vec<(&Arc<BackendState>, (usize, usize))> = Vec::with_capacity(backends.len());
+        let mut scored: Vec<(&Arc<BackendState>, (usize, usize))> = Vec::with_capacity(backends.len() + 1);
         for b in backends.iter() {
             if usable(b) {
                 scored.push((b, score(b)));
             }
+        }
+        // The elected writer (up and writable, else not elected) has
+        // replayed every write and lags nothing. It competes only beside a
+        // usable replica: without one, what serves the read is decided as
+        // without `writer_reads` (a replica asked whether it replayed the
+        // client's write, the fallback).
+        if let Some(w) = writer.filter(|_| !scored.is_empty()) {
+            scored.push((w, score(w)));
         }
         let Some(best) = scored.iter().map(|(_, s)| *s).min_by(|a, b| cmp(*a, *b)) else {
             return if not_replayed {

@@ -517,3 +517,58 @@ fn a_sessions_cluster_cache_follows_a_reload_that_replaces_or_removes_the_cluste
     topology.remove("c");
     assert!(topology.cluster_cached("c", &mut cache).is_none());
 }
+
+#[test]
+fn with_writer_reads_the_writer_takes_reads_when_it_is_the_least_busy() {
+    let c = cluster(3);
+    c.record(&c.backends()[0], ok(true));
+    c.record(&c.backends()[1], ok(false));
+    c.record(&c.backends()[2], ok(false));
+    c.elect();
+    let ro = endpoint(EndpointRole::ReadOnly, "writer_reads = true");
+    let mut count = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..300 {
+        let Some(ch) = c.choose(&ro, Intent::Write) else {
+            panic!("no reader")
+        };
+        let expected = if short(&ch.backend.addr) == "b0" {
+            Why::WriterAsReader
+        } else {
+            Why::LeastBusyReader
+        };
+        assert_eq!(ch.why, expected);
+        *count.entry(short(&ch.backend.addr).to_string()).or_default() += 1;
+    }
+    // Idle, all three are tied and take turns.
+    for b in ["b0", "b1", "b2"] {
+        assert_eq!(count.get(b), Some(&100), "{count:?}");
+    }
+    // A busy writer loses to the idle replicas.
+    c.backends()[0].leases.fetch_add(1, Ordering::Relaxed);
+    for _ in 0..10 {
+        let Some(ch) = c.choose(&ro, Intent::Write) else {
+            panic!("no reader")
+        };
+        assert_ne!(short(&ch.backend.addr), "b0");
+    }
+    // With no usable replica the writer is the fallback, as without it.
+    down(&c, 1);
+    down(&c, 2);
+    let Some(ch) = c.choose(&ro, Intent::Write) else {
+        panic!("no fallback")
+    };
+    assert_eq!((short(&ch.backend.addr), ch.why), ("b0", Why::WriterFallback));
+    c.record(&c.backends()[1], ok(false));
+    c.record(&c.backends()[1], ok(false));
+    c.record(&c.backends()[2], ok(false));
+    c.record(&c.backends()[2], ok(false));
+    // Without the setting the writer never reads while a replica can.
+    c.backends()[0].leases.fetch_sub(1, Ordering::Relaxed);
+    let plain = endpoint(EndpointRole::ReadOnly, "");
+    for _ in 0..10 {
+        let Some(ch) = c.choose(&plain, Intent::Write) else {
+            panic!("no reader")
+        };
+        assert_eq!(ch.why, Why::LeastBusyReader);
+    }
+}

@@ -147,6 +147,10 @@ pub struct EndpointSettings {
     pub max_replica_lag: Option<Duration>,
     /// Read-only endpoints: what serves reads when no replica can.
     pub reader_fallback: ReaderFallback,
+    /// Read-only and split endpoints: the writer is also a reader, taking
+    /// a read when it is the least busy (as ProxySQL's
+    /// `writer_is_also_reader`); off by default.
+    pub writer_reads: bool,
     /// Split endpoints: after a client's write commits, its reads go only
     /// to a replica that has replayed it (on by default).
     pub read_your_writes: bool,

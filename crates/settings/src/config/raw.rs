@@ -152,6 +152,7 @@ pub struct RawEndpoint {
     pub max_replica_lag: Option<Duration>,
     pub reader_fallback: Option<Spanned<String>>,
     pub read_your_writes: Option<Spanned<bool>>,
+    pub writer_reads: Option<Spanned<bool>>,
     #[serde(default)]
     pub read_only_functions: Option<Spanned<Vec<String>>>,
     pub max_client_connections: Option<u32>,

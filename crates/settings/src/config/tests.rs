@@ -524,6 +524,21 @@ fn split_endpoints_read_their_writes_unless_told_not_to() {
     );
 }
 
+#[test]
+fn the_writer_reads_only_where_the_endpoint_says_so_and_only_on_reading_endpoints() {
+    let split = good().replace("role = \"read_write\"", "role = \"split\"");
+    let s = parse(&split, Path::new(".")).unwrap();
+    assert!(!s.endpoints[0].writer_reads, "off by default");
+    let on = good().replace("role = \"read_write\"", "role = \"read_only\"\nwriter_reads = true");
+    let s = parse(&on, Path::new(".")).unwrap();
+    assert!(s.endpoints[0].writer_reads);
+    let misplaced = good().replace("role = \"read_write\"", "role = \"read_write\"\nwriter_reads = true");
+    assert!(problems(&misplaced).iter().any(|p| {
+        p.message
+            .contains("writer_reads applies to read_only and split endpoints only")
+    }));
+}
+
 mod backend_tls;
 mod changes;
 mod console;

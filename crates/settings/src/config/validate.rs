@@ -250,6 +250,11 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 "max_replica_lag and reader_fallback apply to read_only endpoints only",
             );
         }
+        if role == Some(EndpointRole::ReadWrite)
+            && let Some(w) = &e.writer_reads
+        {
+            cx.at(w, "writer_reads applies to read_only and split endpoints only (a read_write endpoint's reads are the writer's)");
+        }
         if role == Some(EndpointRole::Split)
             && let Some(f) = &e.reader_fallback
         {
@@ -314,6 +319,7 @@ fn endpoints(cx: &mut Ctx, raw: &[RawEndpoint], clusters: &[Arc<ClusterSettings>
                 max_replica_lag: e.max_replica_lag,
                 reader_fallback,
                 read_your_writes: e.read_your_writes.as_ref().is_none_or(|r| *r.get_ref()),
+                writer_reads: e.writer_reads.as_ref().is_some_and(|w| *w.get_ref()),
                 read_only_functions: e
                     .read_only_functions
                     .as_ref()

@@ -27,6 +27,7 @@ pub fn endpoint_changes(old: &EndpointSettings, new: &EndpointSettings) -> Vec<S
         value_change("max_replica_lag", &old.max_replica_lag, &new.max_replica_lag),
         value_change("reader_fallback", &old.reader_fallback, &new.reader_fallback),
         value_change("read_your_writes", &old.read_your_writes, &new.read_your_writes),
+        value_change("writer_reads", &old.writer_reads, &new.writer_reads),
         value_change(
             "read_only_functions",
             &old.read_only_functions,

@@ -62,6 +62,15 @@ pub(super) const ENDPOINTS: Section = Section {
                     `\"error\"` makes them wait for a replica up to the cluster's `failover_hold`, then fail.",
         },
         Key {
+            name: "writer_reads",
+            kind: "boolean",
+            default: Some("false"),
+            about: "`read_only` and `split` endpoints only: the writer is also a reader. A read goes to whichever of \
+                    the replicas and the writer has the fewest leases for its weight (routed as \
+                    `writer_as_reader` when it is the writer), so an idle writer's CPU serves reads too, as \
+                    ProxySQL's `writer_is_also_reader` does.",
+        },
+        Key {
             name: "read_your_writes",
             kind: "boolean",
             default: Some("true"),
