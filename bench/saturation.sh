@@ -20,12 +20,15 @@
 #   bench/saturation.sh                 # MariaDB, 120 s per phase
 #   SAT_SECONDS=300 bench/saturation.sh
 #   bench/saturation.sh postgres
+#   bench/saturation.sh mysql --server-cpu 0.3 --proxy-cpu 0.5 --client-cpu 0.6   # the testbed's hosts (bench/testbed.sh)
 # Knobs: SAT_SECONDS (120), SAT_PERCENTS ("20 50 100"), SAT_USERS (1000),
 # SAT_SPAWN_RATE (50), SAT_THINK_MS (50), SAT_TENANTS (200), SAT_POOL (2),
 # SAT_DIR (.bench/saturation-ENGINE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENGINE=${1:-mysql}
+# The testbed's options after the engine (bench/testbed.sh).
+TESTBED_ARGS=("${@:2}")
 TENANTS=${SAT_TENANTS:-200}
 USERS=${SAT_USERS:-1000}
 SPAWN=${SAT_SPAWN_RATE:-50}
@@ -44,7 +47,7 @@ run() {
   local name=$1 sql=$2
   shift 2
   log "$name for ${SECS} s"
-  "$LOADGEN" load --name "$name" "$@" "${common[@]}" --sql "$sql" \
+  "${TB_CLIENT[@]}" "$LOADGEN" load --name "$name" "$@" "${common[@]}" --sql "$sql" \
     --json "$DIR/runs/$name.json" | tee "$DIR/runs/$name.txt"
   sleep 5
 }
@@ -90,6 +93,7 @@ runs=()
 for n in "${names[@]}"; do runs+=("$DIR/runs/$n.json"); done
 "$LOADGEN" report --title "Saturation ($ENGINE): Gatehouse's share of the replicas' connections" \
   --out "$DIR/report.html" --json-out "$DIR/summary.json" \
+  --config "testbed=$(testbed_describe)" \
   --config "engine=$ENGINE" --config "servers=a primary and two replicas, TLS, max_connections $MAXCONN" \
   --config "tenants=$TENANTS" \
   --config "load=$USERS users at $SPAWN/s, connect-query-disconnect, think ${THINK} ms, ${SECS} s per phase" \
@@ -105,4 +109,5 @@ for n in "${names[@]}"; do
       | {ok: (map(.requests - .failures) | add), failed: (map(.failures) | add)}]
     | map("\(.ok) (\(.failed))") | "\($n): " + join("  ")' "$DIR/runs/$n.json"
 done
+testbed_report
 log "report: $DIR/report.html"

@@ -10,7 +10,9 @@
 # GH_ADMIN_PORT, MAXCONN, and a trap that stops the proxy and the servers;
 # defines snapshot (the replicas' connection counters and Gatehouse's
 # /metrics, to take differences around a run). It checks ENGINE, installs
-# what is missing and builds the binaries first.
+# what is missing and builds the binaries first. TESTBED_ARGS: the
+# caller's testbed options (bench/testbed.sh), applied to the servers, the
+# proxy and the load generator (TB_CLIENT).
 case "$ENGINE" in
 mysql | postgres) ;;
 *)
@@ -20,6 +22,7 @@ mysql | postgres) ;;
 esac
 source scripts/lib.sh
 source bench/common.sh
+testbed_options "${TESTBED_ARGS[@]}"
 ensure_packages
 ensure_rust
 build_release
@@ -47,9 +50,10 @@ tenant() { printf 't%03d' "$1"; }
 
 if [ "$ENGINE" = mysql ]; then
   log "starting MariaDB: a primary and two replicas, TLS, max_connections $MAXCONN"
-  "$TESTKIT" up --dir "$DIR/cluster" --no-pg --mysql-replicas 2 --mysql-max-connections "$MAXCONN" --tls >/dev/null
+  "$TESTKIT" up --dir "$DIR/cluster" --no-pg --mysql-replicas 2 --mysql-max-connections "$MAXCONN" --tls $(testbed_up_args) >/dev/null
   # shellcheck disable=SC1091
   source "$DIR/cluster/cluster.env"
+  testbed_hosts "$DIR/cluster"
   PRIMARY_PORT=$GH_MYSQL_PRIMARY_PORT
   SU_USER=$GH_MYSQL_USER SU_PW=$GH_MYSQL_PASSWORD
   su_sql() { mariadb -h 127.0.0.1 -P "$PRIMARY_PORT" -u "$SU_USER" -p"$SU_PW" --skip-ssl -N -B "$@"; }
@@ -67,9 +71,10 @@ if [ "$ENGINE" = mysql ]; then
   wait
 else
   log "starting PostgreSQL 15: a primary and two replicas, TLS, max_connections $MAXCONN"
-  "$TESTKIT" up --dir "$DIR/cluster" --pg-replicas 2 --pg-max-connections "$MAXCONN" --tls >/dev/null
+  "$TESTKIT" up --dir "$DIR/cluster" --pg-replicas 2 --pg-max-connections "$MAXCONN" --tls $(testbed_up_args) >/dev/null
   # shellcheck disable=SC1091
   source "$DIR/cluster/cluster.env"
+  testbed_hosts "$DIR/cluster"
   PRIMARY_PORT=$GH_PG_PRIMARY_PORT
   SU_USER=$GH_PG_USER SU_PW=$GH_PG_PASSWORD
   su_sql() { PGPASSWORD=$SU_PW psql -X -q -At -h 127.0.0.1 -p "$PRIMARY_PORT" -U "$SU_USER" -v ON_ERROR_STOP=1 "$@"; }
@@ -180,7 +185,8 @@ TOML
   done
 } >"$DIR/gatehouse.toml"
 "$GATEHOUSE" check-config "$DIR/gatehouse.toml" >/dev/null
-"$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
+read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
+"${wrap[@]}" "$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
 GH_PROXY_PID=$!
 wait_port 127.0.0.1 "$GH_PROXY_PORT"
 

@@ -30,6 +30,7 @@
 #
 #   bench/storm.sh mysql                       # 200 tenants, 1,000 users, 120 s per target
 #   bench/storm.sh postgres
+#   bench/storm.sh mysql --server-cpu 0.3 --proxy-cpu 0.5 --client-cpu 0.6   # the testbed's hosts (bench/testbed.sh)
 #   STORM_USERS=300 STORM_SECONDS=60 bench/storm.sh mysql
 # Knobs: STORM_TENANTS, STORM_USERS, STORM_SPAWN_RATE, STORM_SECONDS,
 # STORM_THINK_MS (1000), STORM_ROUNDS (1), STORM_MAX_CONNECTIONS (the
@@ -43,6 +44,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENGINE=${1:-mysql}
+# The testbed's options after the engine (bench/testbed.sh).
+TESTBED_ARGS=("${@:2}")
 TENANTS=${STORM_TENANTS:-200}
 USERS=${STORM_USERS:-1000}
 SPAWN=${STORM_SPAWN_RATE:-10}
@@ -65,7 +68,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     if [ "$target" = direct ]; then args=("${direct[@]}"); else args=("${through[@]}"); fi
     log "round $round: $target"
     snapshot "$target-$round.before"
-    "$LOADGEN" load --name "$target" --round "$round" "${args[@]}" "${common[@]}" --sql "$SQL" \
+    "${TB_CLIENT[@]}" "$LOADGEN" load --name "$target" --round "$round" "${args[@]}" "${common[@]}" --sql "$SQL" \
       --json "$DIR/runs/$target-$round.json" | tee "$DIR/runs/$target-$round.txt"
     snapshot "$target-$round.after"
     # Let the servers close what the run left (TIME_WAIT, exiting backends).
@@ -79,6 +82,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 "$LOADGEN" report --title "Multi-tenant connection storm ($ENGINE)" \
   --out "$DIR/report.html" --json-out "$DIR/summary.json" \
+  --config "testbed=$(testbed_describe)" \
   --config "engine=$ENGINE" --config "servers=a primary and two replicas, TLS, max_connections $MAXCONN" \
   --config "tenants=$TENANTS (a user, a database and mytable2 of 1,000 rows each)" \
   --config "direct=the tenant's password over TLS, a random replica per connection" \
@@ -236,4 +240,5 @@ ratio_of() { jq -r --arg k "$1" '.targets[] | select(.target == "gatehouse") | .
     goal "replicas' CPU per successful request" "$(ratio_of backend_cpu_core_s_per_1k)" "<=" 0.35
     goal "failures through gatehouse" "$(summary_of gatehouse failures)" "=" 0
   fi
+  testbed_report
 } | tee "$DIR/costs.txt"
