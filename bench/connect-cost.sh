@@ -33,6 +33,8 @@
 #   bench/connect-cost.sh                                  # 10 s per run, 2 rounds, 2 ms away (~4 min)
 #   CONNECT_SECONDS=3 CONNECT_ROUNDS=1 bench/connect-cost.sh   # a quick look (~1.5 min)
 #   CONNECT_DELAY_MS=10 bench/connect-cost.sh
+#   bench/connect-cost.sh --server-cpu 0.5 --proxy-cpu 0.5 --client-cpu 0.5   # the testbed's hosts (bench/testbed.sh;
+#                                                          # the distance stays CONNECT_DELAY_MS's relay)
 # Knobs: CONNECT_SECONDS (10), CONNECT_ROUNDS (2; direct and gatehouse
 # alternate within each), CONNECT_DELAY_MS (2, one way: a round trip costs
 # twice), CONNECT_POOL (20), CONNECT_DIR (.bench/connect-cost),
@@ -43,6 +45,7 @@ source scripts/lib.sh
 source bench/common.sh
 ensure_packages
 ensure_rust
+testbed_options "$@"
 build_release
 
 SECS=${CONNECT_SECONDS:-10}
@@ -139,7 +142,7 @@ log "warm-up: 1 s of connect-query-close per placement and target"
 for placement in "${PLACEMENTS[@]}"; do
   for target in direct gatehouse; do
     target_args "$placement" "$target"
-    "$LOADGEN" load --name warmup "${args[@]}" --users 1 --spawn-rate 0 --think-ms 0 --seconds 1 \
+    "${TB_CLIENT[@]}" "$LOADGEN" load --name warmup "${args[@]}" --users 1 --spawn-rate 0 --think-ms 0 --seconds 1 \
       --connect-each --threads 1 --quiet --max-failure-rate 1 >"$DIR/runs/warmup-$placement-$target.txt"
   done
 done
@@ -153,7 +156,7 @@ for placement in "${PLACEMENTS[@]}"; do
       for target in direct gatehouse; do
         target_args "$placement" "$target"
         tag="$pattern-$placement-$target-$round"
-        "$LOADGEN" load --name "$target" --round "$round" --seconds "$SECS" "${args[@]}" "${extra[@]}" \
+        "${TB_CLIENT[@]}" "$LOADGEN" load --name "$target" --round "$round" --seconds "$SECS" "${args[@]}" "${extra[@]}" \
           "${common[@]}" --json "$DIR/runs/$tag.json" >"$DIR/runs/$tag.txt"
         log "$tag: $(jq -r '.summary | "\(.requests) iterations, mean \(.mean_ms // 0 | . * 1000 | round / 1000) ms, p50 \(.p50_ms // 0 | . * 1000 | round / 1000) ms, failures \(.failures)"' "$DIR/runs/$tag.json")"
         sleep 1

@@ -37,6 +37,7 @@
 # costs per transaction, and the TPS that cost alone allows on these cores.
 #
 #   bench/pg-read-scaling.sh                             # 10 waves of 5 s per run, reload after wave 5
+#   bench/pg-read-scaling.sh --server-cpu 0.1 --proxy-cpu 0.6 --client-cpu 0.8   # the testbed's hosts (bench/testbed.sh)
 #   BENCH_WAVES=4 BENCH_WAVE_SECONDS=3 bench/pg-read-scaling.sh
 #
 # Knobs: BENCH_WAVES (10), BENCH_WAVE_SECONDS (5), BENCH_ADD_AFTER (waves/2),
@@ -50,6 +51,7 @@ source scripts/lib.sh
 source bench/common.sh
 ensure_packages
 ensure_rust
+testbed_options "$@"
 build_release
 
 WAVES=${BENCH_WAVES:-10}
@@ -160,7 +162,8 @@ password = "$GH_PG_PASSWORD"
 TOML
 "$GATEHOUSE" check-config "$DIR/gatehouse.toml" >/dev/null
 log "starting Gatehouse (read-only endpoint over primary + 2 replicas, pool $POOL per backend, transaction mode)"
-"$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
+read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
+"${wrap[@]}" "$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
 GH_PROXY_PID=$!
 wait_port 127.0.0.1 "$GH_PROXY_PORT"
 wait_port 127.0.0.1 "$ADMIN_PORT"
@@ -307,7 +310,7 @@ run_wave() {
   wave_sampler "$kind" "$wave" "$t0" "$samples" &
   SAMPLER_PID=$!
   m0=$(machine_cpu_seconds)
-  { time PGPASSWORD=$pw pgbench -n -S -C -c "$CLIENTS" -j "$JOBS" -T "$WAVE_SECS" \
+  { time PGPASSWORD=$pw "${TB_CLIENT[@]}" pgbench -n -S -C -c "$CLIENTS" -j "$JOBS" -T "$WAVE_SECS" \
     -h 127.0.0.1 -p "$port" -U "$user" "$BENCH_DB" >"$f.log" 2>&1; } 2>"$f.time" || status=failed
   m1=$(machine_cpu_seconds)
   t1=${EPOCHREALTIME/./}
