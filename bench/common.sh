@@ -123,11 +123,19 @@ password = "$monitor_pw"
 ${GH_EXTRA_TOML:-}
 TOML
   "$GATEHOUSE" check-config "$dir/gatehouse.toml" >/dev/null
-  local wrap=()
+  gatehouse_run "$dir"
+  wait_port 127.0.0.1 "$GH_PROXY_PORT"
+}
+
+# gatehouse_run DIR: starts `gatehouse run` on DIR/gatehouse.toml in the
+# background, its log in DIR/gatehouse.log, under GH_PROXY_WRAP (a command
+# split on spaces: valgrind, or the testbed's proxy host); sets
+# GH_PROXY_PID (the wrapper execs the proxy, so the pid is the proxy's).
+gatehouse_run() {
+  local dir=$1 wrap=()
   read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
   "${wrap[@]}" "$GATEHOUSE" run --config "$dir/gatehouse.toml" >"$dir/gatehouse.log" 2>&1 &
   GH_PROXY_PID=$!
-  wait_port 127.0.0.1 "$GH_PROXY_PORT"
 }
 
 # start_pgbouncer DIR POOL_SIZE MODE: PgBouncer (Debian package) with the

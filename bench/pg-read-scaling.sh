@@ -162,9 +162,7 @@ password = "$GH_PG_PASSWORD"
 TOML
 "$GATEHOUSE" check-config "$DIR/gatehouse.toml" >/dev/null
 log "starting Gatehouse (read-only endpoint over primary + 2 replicas, pool $POOL per backend, transaction mode)"
-read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
-"${wrap[@]}" "$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
-GH_PROXY_PID=$!
+gatehouse_run "$DIR"
 wait_port 127.0.0.1 "$GH_PROXY_PORT"
 wait_port 127.0.0.1 "$ADMIN_PORT"
 

@@ -188,9 +188,7 @@ reload() { curl -sf -m 10 -X POST "http://127.0.0.1:$ADMIN_PORT/api/reload"; }
 write_config "$FROM"
 "$GATEHOUSE" check-config "$DIR/gatehouse.toml" >/dev/null
 log "starting Gatehouse (read_only endpoint over $FROM replica(s), pool $POOL per replica, transaction pooling)"
-read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
-"${wrap[@]}" "$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
-GH_PROXY_PID=$!
+gatehouse_run "$DIR"
 wait_port 127.0.0.1 "$GH_PROXY_PORT"
 wait_port 127.0.0.1 "$ADMIN_PORT"
 

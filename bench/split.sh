@@ -266,9 +266,7 @@ password = "$GH_MYSQL_PASSWORD"
 TOML
 "$GATEHOUSE" check-config "$DIR/gatehouse.toml" >/dev/null
 log "starting Gatehouse (split endpoint over primary + $REPLICAS replicas, pool $POOL per backend, transaction mode, read_your_writes $RYW)"
-read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
-"${wrap[@]}" "$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
-GH_PROXY_PID=$!
+gatehouse_run "$DIR"
 wait_port 127.0.0.1 "$SPLIT_PORT"
 wait_port 127.0.0.1 "$ADMIN_PORT"
 

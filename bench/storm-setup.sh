@@ -185,9 +185,7 @@ TOML
   done
 } >"$DIR/gatehouse.toml"
 "$GATEHOUSE" check-config "$DIR/gatehouse.toml" >/dev/null
-read -r -a wrap <<<"${GH_PROXY_WRAP:-}"
-"${wrap[@]}" "$GATEHOUSE" run --config "$DIR/gatehouse.toml" >"$DIR/gatehouse.log" 2>&1 &
-GH_PROXY_PID=$!
+gatehouse_run "$DIR"
 wait_port 127.0.0.1 "$GH_PROXY_PORT"
 
 # The same load and the same sampling for both targets.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use gatehouse_testkit::testbed::{self, Testbed};
+use gatehouse_testkit::trials::{runtime, scratch_dir};
 use gatehouse_testkit::{Cluster, Options};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -52,17 +53,6 @@ fn main() -> ExitCode {
     libtest_mimic::run(&args, trials).exit_code()
 }
 
-fn scratch(name: &str) -> Result<std::path::PathBuf> {
-    let dir = std::env::temp_dir().join(format!("gatehouse-testbed-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
-}
-
 async fn connect(c: &Cluster, port: u16) -> Result<tokio_postgres::Client> {
     let conninfo = format!(
         "host=127.0.0.1 port={port} user={} password={} dbname=postgres",
@@ -86,7 +76,7 @@ async fn busy(c: &Cluster, client: &tokio_postgres::Client) -> Result<(Duration,
 }
 
 fn cpu_budget() -> Result<()> {
-    let dir = scratch("cpu")?;
+    let dir = scratch_dir("testbed-cpu")?;
     let opts = Options {
         testbed: Testbed {
             server_cpu: Some(SMALL_CPU),
@@ -132,7 +122,7 @@ fn cpu_budget() -> Result<()> {
 }
 
 fn latency() -> Result<()> {
-    let dir = scratch("latency")?;
+    let dir = scratch_dir("testbed-latency")?;
     let opts = Options {
         testbed: Testbed {
             latency: Some(LATENCY),

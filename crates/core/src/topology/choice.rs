@@ -165,11 +165,11 @@ impl ClusterState {
             (EndpointRole::Split, Intent::Read { after }) => after,
         };
         // With `writer_reads`, the writer competes with the replicas.
-        let also = if endpoint.writer_reads {
-            self.writer.load_full().filter(|w| !w.draining.load(Ordering::Relaxed))
-        } else {
-            None
-        };
+        let also = endpoint
+            .writer_reads
+            .then(|| writer(Why::WriterAsReader))
+            .flatten()
+            .map(|c| c.backend);
         match self.least_busy_reader(endpoint.max_replica_lag, after, also.as_ref(), take_turn, warm) {
             Reader::Found(backend) => {
                 let why = if also.as_ref().is_some_and(|w| Arc::ptr_eq(w, &backend)) {
